@@ -1,0 +1,163 @@
+// mlx-sgemm: the pieces every CUDA stage shares. Handed to mx.fast.cuda_kernel as
+// `header=`; MLX writes the kernel signature around each stage's body:
+//
+//   __global__ void custom_kernel_sgemm_<stage>(
+//       const float* a, Shape a_shape, Strides a_strides,
+//       const float* b, Shape b_shape, Strides b_strides,
+//       const int32_t* params, float* c)
+//
+// with the stage's template constants (TILE, BM, ...) declared constexpr inside.
+#ifndef MLX_SGEMM_CUH
+#define MLX_SGEMM_CUH
+
+#include <cstdint>
+
+namespace sgemm {
+
+// Layout of `params` (written by mlx_sgemm/problem.py, Plan.params).
+enum Param { P_M, P_N, P_K, P_TILES_M, P_TILES_N, P_BATCH_NDIM, P_BATCH_SHAPE };
+
+// One threadgroup's job: one block of C in one batch entry, and where that batch
+// entry's matrices live. Matrices are row-major with row strides lda/ldb/ldc.
+struct Tile {
+  int M, N, K;
+  int row0, col0;  // first row and column of C this block writes
+  const float* A;
+  int64_t lda;
+  const float* B;
+  int64_t ldb;
+  float* C;
+  int64_t ldc;
+};
+
+// Blocks are numbered along the grid's x axis: batch entry, then tile row, then
+// tile column. Operands have the output's batch rank (the Python side merges and
+// pads batch dims); a batch dim of extent 1 is broadcast, so it adds no offset.
+template <typename Shape, typename Strides>
+__device__ inline Tile locate_tile(
+    int block_m, int block_n, const int32_t* params,
+    const float* a, const Shape& a_shape, const Strides& a_strides,
+    const float* b, const Shape& b_shape, const Strides& b_strides,
+    float* c) {
+  Tile t;
+  t.M = params[P_M];
+  t.N = params[P_N];
+  t.K = params[P_K];
+  const int tiles_n = params[P_TILES_N];
+  const int tiles = params[P_TILES_M] * tiles_n;
+  const int nd = params[P_BATCH_NDIM];
+  const int block = blockIdx.x;
+  const int tile = block % tiles;
+  t.row0 = (tile / tiles_n) * block_m;
+  t.col0 = (tile % tiles_n) * block_n;
+
+  int rest = block / tiles;
+  const int64_t batch = rest;
+  int64_t a_off = 0, b_off = 0;
+  for (int i = nd - 1; i >= 0; --i) {
+    const int extent = params[P_BATCH_SHAPE + i];
+    const int idx = rest % extent;
+    rest /= extent;
+    if (a_shape[i] != 1) a_off += idx * a_strides[i];
+    if (b_shape[i] != 1) b_off += idx * b_strides[i];
+  }
+  t.lda = a_strides[nd];
+  t.ldb = b_strides[nd];
+  t.ldc = t.N;
+  t.A = a + a_off;
+  t.B = b + b_off;
+  t.C = c + batch * t.M * t.N;
+  return t;
+}
+
+// Element (r, c) of a rows x cols row-major matrix, or 0 outside it: tiles that
+// overhang the matrix edge read zeros, which add nothing to a dot product.
+__device__ inline float load_or_zero(
+    const float* p, int64_t ld, int r, int c, int rows, int cols) {
+  return (r < rows && c < cols) ? p[r * ld + c] : 0.0f;
+}
+
+// True when rows of this matrix start on 16-byte boundaries, so a float4 load at
+// a column that is a multiple of 4 is aligned.
+__device__ inline bool rows_are_float4_aligned(const float* p, int64_t ld) {
+  return (ld % 4 == 0) && (reinterpret_cast<uintptr_t>(p) % 16 == 0);
+}
+
+// Columns c..c+3 of row r, zero outside the matrix: one 16-byte load inside,
+// element by element at the edges (or when rows are not 16-byte aligned).
+__device__ inline float4 load4_or_zero(
+    const float* p, int64_t ld, int r, int c, int rows, int cols, bool aligned) {
+  if (aligned && r < rows && c + 3 < cols) {
+    return *reinterpret_cast<const float4*>(p + r * ld + c);
+  }
+  return make_float4(
+      load_or_zero(p, ld, r, c, rows, cols),
+      load_or_zero(p, ld, r, c + 1, rows, cols),
+      load_or_zero(p, ld, r, c + 2, rows, cols),
+      load_or_zero(p, ld, r, c + 3, rows, cols));
+}
+
+// Store columns c..c+3 of row r, dropping what falls outside the matrix.
+__device__ inline void store4_clipped(
+    float* p, int64_t ld, int r, int c, int rows, int cols, bool aligned, float4 v) {
+  if (r >= rows) return;
+  float* dst = p + r * ld + c;
+  if (aligned && c + 3 < cols) {
+    *reinterpret_cast<float4*>(dst) = v;
+    return;
+  }
+  if (c < cols) dst[0] = v.x;
+  if (c + 1 < cols) dst[1] = v.y;
+  if (c + 2 < cols) dst[2] = v.z;
+  if (c + 3 < cols) dst[3] = v.w;
+}
+
+// ---------------------------------------------------------------------------
+// Tensor cores: TF32 mma.sync and the 3xTF32 split that keeps float32 accuracy.
+// ---------------------------------------------------------------------------
+
+// Round to TF32 (10 explicit mantissa bits), to nearest, ties away from zero.
+__device__ inline uint32_t to_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+
+// x = big + small, each exactly a TF32 number (to about 2^-22 relative), so
+// a*b ~= a_big*b_big + a_big*b_small + a_small*b_big with float32 accuracy: the
+// dropped a_small*b_small term is below float32 rounding.
+struct SplitTF32 {
+  uint32_t big, small;
+};
+
+__device__ inline SplitTF32 split_tf32(float x) {
+  SplitTF32 s;
+  s.big = to_tf32(x);
+  const bool finite = isfinite(x);
+  if (finite && isinf(__uint_as_float(s.big))) {
+    s.big = __float_as_uint(x) & 0xffffe000u;  // rounding overflowed: truncate
+  }
+  // For Inf or NaN, x - big would be NaN and turn Inf*y into NaN: the big part
+  // alone carries the value.
+  s.small = finite ? to_tf32(x - __uint_as_float(s.big)) : 0u;
+  return s;
+}
+
+// D += A * B for one m16n8k8 tile: A 16x8 row-major (4 registers per thread),
+// B 8x8 column-major (2 registers), D 16x8 float32 (4 registers). Fragment
+// layout, with g = lane / 4 and t = lane % 4:
+//   a0 (g, t)  a1 (g+8, t)  a2 (g, t+4)  a3 (g+8, t+4)
+//   b0 (t, g)  b1 (t+4, g)
+//   d0 (g, 2t) d1 (g, 2t+1) d2 (g+8, 2t) d3 (g+8, 2t+1)
+__device__ inline void mma_m16n8k8_tf32(
+    float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+}  // namespace sgemm
+
+#endif  // MLX_SGEMM_CUH

@@ -1,0 +1,87 @@
+// Stage 3, tile_threads: register tiling. Each thread computes TM x TN = 8x8
+// outputs of a BM x BN = 128x128 block with 256 threads.
+//
+// Why this shape on NVIDIA: an 8x8 register tile does 64 FMAs for every 16
+// values it reads from shared memory (vs. 2 reads per FMA in the tiled stage), so
+// the FMA units, not shared memory, become the limit; 64 accumulators plus
+// operands fit in ~128 registers, which still lets 2 blocks (16 warps) share an
+// SM to hide latency. (Seed 000's 4x4-per-thread, 8x8-thread layout suits the
+// smaller Apple register file; see kernels/metal/tile_threads.metal.)
+//
+// Each thread's 8 rows are two runs of 4 (rows 4*ty.. and 64+4*ty..), likewise
+// its columns: then every shared-memory read is one 16-byte load that a warp
+// serves without bank conflicts, and every store of C is a coalesced float4.
+static_assert(TM == 8 && TN == 8, "the thread layout below assumes 8x8 per thread");
+static_assert(BM == 128 && BN == 128 && BK % 4 == 0, "256 threads load the tiles");
+constexpr int THREADS = (BM / TM) * (BN / TN);
+constexpr int HALF_M = BM / 2, HALF_N = BN / 2;
+
+// A is stored transposed (k-major) so a thread's 4 consecutive rows are one float4;
+// +4 floats of padding per row spreads the transposing stores over the banks.
+__shared__ __align__(16) float As[BK][BM + 4];
+__shared__ __align__(16) float Bs[BK][BN];
+
+const sgemm::Tile t = sgemm::locate_tile(
+    BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
+const int tid = threadIdx.x;
+const int ty = tid / (BN / TN), tx = tid % (BN / TN);
+const bool a_aligned = sgemm::rows_are_float4_aligned(t.A, t.lda);
+const bool b_aligned = sgemm::rows_are_float4_aligned(t.B, t.ldb);
+
+// Who loads what: A's tile is BM x BK (a float4 along K per load), B's is
+// BK x BN (a float4 along N per load).
+constexpr int A_THREADS_PER_ROW = BK / 4;
+constexpr int A_ROWS_PER_PASS = THREADS / A_THREADS_PER_ROW;
+constexpr int B_THREADS_PER_ROW = BN / 4;
+constexpr int B_ROWS_PER_PASS = THREADS / B_THREADS_PER_ROW;
+const int a_row = tid / A_THREADS_PER_ROW, a_col = (tid % A_THREADS_PER_ROW) * 4;
+const int b_row = tid / B_THREADS_PER_ROW, b_col = (tid % B_THREADS_PER_ROW) * 4;
+
+float acc[TM][TN] = {};
+for (int k0 = 0; k0 < t.K; k0 += BK) {
+#pragma unroll
+  for (int r = 0; r < BM; r += A_ROWS_PER_PASS) {
+    const float4 v = sgemm::load4_or_zero(
+        t.A, t.lda, t.row0 + a_row + r, k0 + a_col, t.M, t.K, a_aligned);
+    As[a_col + 0][a_row + r] = v.x;
+    As[a_col + 1][a_row + r] = v.y;
+    As[a_col + 2][a_row + r] = v.z;
+    As[a_col + 3][a_row + r] = v.w;
+  }
+#pragma unroll
+  for (int r = 0; r < BK; r += B_ROWS_PER_PASS) {
+    *reinterpret_cast<float4*>(&Bs[b_row + r][b_col]) = sgemm::load4_or_zero(
+        t.B, t.ldb, k0 + b_row + r, t.col0 + b_col, t.K, t.N, b_aligned);
+  }
+  __syncthreads();
+
+#pragma unroll
+  for (int k = 0; k < BK; ++k) {
+    float av[TM], bv[TN];
+    *reinterpret_cast<float4*>(&av[0]) = *reinterpret_cast<const float4*>(&As[k][4 * ty]);
+    *reinterpret_cast<float4*>(&av[4]) = *reinterpret_cast<const float4*>(&As[k][HALF_M + 4 * ty]);
+    *reinterpret_cast<float4*>(&bv[0]) = *reinterpret_cast<const float4*>(&Bs[k][4 * tx]);
+    *reinterpret_cast<float4*>(&bv[4]) = *reinterpret_cast<const float4*>(&Bs[k][HALF_N + 4 * tx]);
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+#pragma unroll
+      for (int j = 0; j < TN; ++j) {
+        acc[i][j] += av[i] * bv[j];
+      }
+    }
+  }
+  __syncthreads();
+}
+
+const bool c_aligned = sgemm::rows_are_float4_aligned(t.C, t.ldc);
+#pragma unroll
+for (int i = 0; i < TM; ++i) {
+  const int row = t.row0 + (i < 4 ? 4 * ty + i : HALF_M + 4 * ty + i - 4);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int col = t.col0 + half * HALF_N + 4 * tx;
+    const float* v = &acc[i][4 * half];
+    sgemm::store4_clipped(
+        t.C, t.ldc, row, col, t.M, t.N, c_aligned, make_float4(v[0], v[1], v[2], v[3]));
+  }
+}

@@ -1,0 +1,20 @@
+"""mlx-sgemm: the classic SGEMM optimization journey as MLX ops on Metal and CUDA.
+
+>>> import mlx.core as mx, mlx_sgemm
+>>> c = mlx_sgemm.tile_simdgroup(mx.random.normal((512, 256)), mx.random.normal((256, 128)))
+"""
+
+from .device import backend
+from .ops import naive, poisoned_outputs, tile_16, tile_32, tile_simdgroup, tile_threads
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "backend",
+    "naive",
+    "tile_16",
+    "tile_32",
+    "tile_threads",
+    "tile_simdgroup",
+    "poisoned_outputs",
+]

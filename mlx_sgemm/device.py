@@ -1,0 +1,37 @@
+"""Which backend runs a call: Metal, CUDA, or MLX's own matmul on the CPU."""
+
+from __future__ import annotations
+
+import mlx.core as mx
+
+METAL, CUDA, CPU_FALLBACK = "metal", "cuda", "cpu-fallback"
+
+
+def _device_of(stream) -> mx.Device:
+    if stream is None:
+        return mx.default_device()
+    if isinstance(stream, mx.Stream):
+        return stream.device
+    if isinstance(stream, mx.Device):
+        return stream
+    if isinstance(stream, mx.DeviceType):
+        return mx.Device(stream)
+    raise TypeError(
+        f"stream must be None, an mlx.core.Stream or an mlx.core.Device, "
+        f"got {type(stream).__name__}"
+    )
+
+
+def backend(stream=None) -> str:
+    """The backend a call on ``stream`` (default: the default device) runs on.
+
+    ``"metal"`` or ``"cuda"`` for a GPU stream with that MLX backend present,
+    ``"cpu-fallback"`` otherwise: the ops then compute with ``mx.matmul``.
+    """
+    if _device_of(stream).type != mx.DeviceType.gpu:
+        return CPU_FALLBACK
+    if mx.metal.is_available():
+        return METAL
+    if mx.cuda.is_available():
+        return CUDA
+    return CPU_FALLBACK

@@ -1,0 +1,104 @@
+"""The catalogue of kernels: for every stage and backend, which source file, which
+compile-time constants, and how a launch is shaped.
+
+A :class:`KernelSpec` is the single description both of what is registered with
+``mx.fast.metal_kernel`` / ``mx.fast.cuda_kernel`` (see :mod:`mlx_sgemm.registry`)
+and of what the no-GPU checks compile (the Metal CPU harness, the nvcc compile
+check), so the two cannot drift apart.
+
+Every kernel has the same interface: inputs ``a`` (..., M, K), ``b`` (..., K, N)
+and ``params`` (int32, layout in :mod:`mlx_sgemm.problem`), output ``c``
+(..., M, N). Each threadgroup computes one ``block_m x block_n`` tile of one batch
+entry; the grid enumerates those tiles on its x axis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import sources
+
+INPUT_NAMES = ("a", "b", "params")
+OUTPUT_NAMES = ("c",)
+BACKENDS = ("metal", "cuda")
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    stage: str
+    backend: str
+    source_file: str  # under kernels/<backend>/
+    threadgroup: tuple[int, int, int]
+    block_m: int  # output rows per threadgroup
+    block_n: int  # output columns per threadgroup
+    template: tuple[tuple[str, int | bool], ...] = ()
+    shared_memory: int = 0  # dynamic shared memory in bytes (CUDA only)
+
+    @property
+    def name(self) -> str:
+        return f"sgemm_{self.stage}"
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return INPUT_NAMES
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        return OUTPUT_NAMES
+
+    def source(self) -> str:
+        """The kernel body, as handed to MLX (which writes the signature around it)."""
+        return sources.read(self.backend, self.source_file)
+
+    def header(self) -> str:
+        return sources.header(self.backend)
+
+
+_SPECS = {
+    "cuda": [
+        # One thread per output; 32 threads along N so a warp's loads of B and
+        # stores of C are coalesced.
+        KernelSpec("naive", "cuda", "naive.cu", (32, 8, 1), 8, 32),
+        KernelSpec("tile_16", "cuda", "tile.cu", (16, 16, 1), 16, 16, (("TILE", 16),)),
+        KernelSpec("tile_32", "cuda", "tile.cu", (32, 32, 1), 32, 32, (("TILE", 32),)),
+        # 256 threads x 8x8 outputs each = a 128x128 tile (see tile_threads.cu).
+        KernelSpec(
+            "tile_threads", "cuda", "tile_threads.cu", (256, 1, 1), 128, 128,
+            (("BM", 128), ("BN", 128), ("BK", 16), ("TM", 8), ("TN", 8)),
+        ),
+        # 8 warps, each a 64x32 warp tile of m16n8k8 tensor-core products.
+        KernelSpec(
+            "tile_simdgroup", "cuda", "tile_simdgroup.cu", (256, 1, 1), 128, 128,
+            (("BM", 128), ("BN", 128), ("BK", 32), ("WM", 64), ("WN", 32)),
+        ),
+    ],
+    "metal": [
+        KernelSpec("naive", "metal", "naive.metal", (16, 16, 1), 16, 16),
+        KernelSpec("tile_16", "metal", "tile.metal", (16, 16, 1), 16, 16, (("TILE", 16),)),
+        KernelSpec("tile_32", "metal", "tile.metal", (32, 32, 1), 32, 32, (("TILE", 32),)),
+        # Seed 000's choice: 8x8 threads, 4x4 outputs each, a 32x32 tile, TILE_K 16.
+        KernelSpec(
+            "tile_threads", "metal", "tile_threads.metal", (8, 8, 1), 32, 32,
+            (("TILE_K", 16), ("WPT", 4)),
+        ),
+        # 4 simdgroups, each a 16x16 block of 2x2 simdgroup_float8x8 accumulators.
+        KernelSpec(
+            "tile_simdgroup", "metal", "tile_simdgroup.metal", (128, 1, 1), 32, 32,
+            (("TILE_K", 16),),
+        ),
+    ],
+}
+
+STAGES = tuple(s.stage for s in _SPECS["cuda"])
+
+
+def specs(backend: str) -> list[KernelSpec]:
+    """Every kernel of one backend."""
+    return list(_SPECS[backend])
+
+
+def spec(stage: str, backend: str) -> KernelSpec:
+    for s in _SPECS[backend]:
+        if s.stage == stage:
+            return s
+    raise ValueError(f"no {backend} kernel for stage {stage!r}")

@@ -1,0 +1,22 @@
+"""Shared test set-up.
+
+MLX_ENABLE_TF32=0 makes ``mx.matmul`` on CUDA a true float32 product (cuBLAS
+SGEMM), the accuracy baseline the GPU tests compare against. It must be set
+before MLX creates its cuBLAS handles, hence here, before anything imports mlx.
+"""
+
+import os
+
+os.environ.setdefault("MLX_ENABLE_TF32", "0")
+
+import pytest  # noqa: E402
+
+import mlx_sgemm  # noqa: E402
+
+GPU_BACKEND = mlx_sgemm.backend()
+HAS_GPU = GPU_BACKEND in ("metal", "cuda")
+
+requires_gpu = pytest.mark.skipif(
+    not HAS_GPU,
+    reason="needs an MLX GPU backend (Metal or CUDA); this machine runs MLX on the CPU only",
+)
