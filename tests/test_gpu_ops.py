@@ -1,0 +1,82 @@
+"""Every stage against mx.matmul and a float64 reference, on the GPU.
+
+Inputs are fresh random non-zero float32; outputs are poisoned with NaN before
+the kernel runs, so an element it never writes fails the check. The tolerance is
+float32 accuracy: at most 4x the error of mx.matmul in float32 (cuBLAS SGEMM with
+MLX_ENABLE_TF32=0 on CUDA, see conftest) on the same inputs. For tiny K a single
+rounding can make that error arbitrarily small by luck, so the baseline is taken
+as at least the unit roundoff of float32 (2**-24).
+"""
+
+import mlx.core as mx
+import pytest
+
+import mlx_sgemm
+from mlx_sgemm import accuracy, specs
+
+from .conftest import requires_gpu
+
+pytestmark = [requires_gpu, pytest.mark.gpu]
+
+UNIT_ROUNDOFF = 2.0**-24
+
+# (M, N, K): tiny, odd, tile-sized, and thin problems that are multiples of no tile.
+SHAPES = [
+    (1, 1, 1), (7, 5, 3), (33, 65, 17), (64, 64, 64), (127, 129, 131),
+    (1000, 1, 1000), (1, 1000, 1000), (513, 257, 1025), (1000, 1000, 1),
+    (300, 200, 4096),
+]
+STAGES = list(specs.STAGES)
+
+
+def check(op, a, b):
+    with mlx_sgemm.poisoned_outputs():
+        c = op(a, b)
+    expected = mx.matmul(a, b)
+    assert c.shape == expected.shape and c.dtype == mx.float32
+    err = accuracy.relative_error(c, a, b)
+    base = accuracy.relative_error(expected, a, b)
+    assert base < 1e-5, f"mx.matmul is not float32-accurate ({base:.2e}): is TF32 on?"
+    assert err <= 4 * max(base, UNIT_ROUNDOFF), f"error {err:.3e} vs mx.matmul {base:.3e}"
+    return err, base
+
+
+@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("mnk", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_stage_matches_float64(stage, mnk):
+    m, n, k = mnk
+    a, b = accuracy.random_operands((m, k), (k, n))
+    check(getattr(mlx_sgemm, stage), a, b)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize(
+    "shape_a, shape_b",
+    [
+        ((3, 1, 33, 17), (2, 17, 65)),  # both sides broadcast
+        ((4, 65, 33), (33, 17)),  # b shared by the whole batch
+        ((33,), (2, 33, 7)),  # 1-D a against a batch
+        ((2, 5, 33, 9), (2, 5, 9, 40)),  # batch dims merge into one
+        ((129,), (129,)),  # vector dot product: a 0-D result
+    ],
+)
+def test_stage_broadcasts_like_matmul(stage, shape_a, shape_b):
+    a, b = accuracy.random_operands(shape_a, shape_b)
+    check(getattr(mlx_sgemm, stage), a, b)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_stage_reports_backend(stage):
+    assert mlx_sgemm.backend() in ("metal", "cuda")
+
+
+def test_new_shapes_compile_nothing_new():
+    from mlx_sgemm import registry
+
+    for stage in STAGES:
+        getattr(mlx_sgemm, stage)(*accuracy.random_operands((9, 10), (10, 11)))
+    before = registry.created()
+    for m in (3, 17, 70):
+        for stage in STAGES:
+            mx.eval(getattr(mlx_sgemm, stage)(*accuracy.random_operands((m, 5), (5, m + 1))))
+    assert registry.created() == before <= len(specs.STAGES)

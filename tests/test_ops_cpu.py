@@ -1,0 +1,74 @@
+"""What runs without a GPU: validation, errors, the CPU fallback, source loading."""
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import mlx_sgemm
+from mlx_sgemm import accuracy, device, sources, specs
+
+from .conftest import HAS_GPU
+
+OPS = [getattr(mlx_sgemm, s) for s in specs.STAGES]
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16, mx.int32, mx.bool_, mx.complex64])
+def test_wrong_dtype_names_operand_and_float32(op, dtype):
+    good = mx.ones((3, 3))
+    with pytest.raises(TypeError, match=r"a must have dtype float32"):
+        op(good.astype(dtype), good)
+    with pytest.raises(TypeError, match=r"b must have dtype float32"):
+        op(good, good.astype(dtype))
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda f: f.__name__)
+def test_non_array_is_a_type_error(op):
+    with pytest.raises(TypeError, match=r"a must be an mlx.core.array"):
+        op(np.ones((2, 2), np.float32), mx.ones((2, 2)))
+    with pytest.raises(TypeError, match=r"b must be an mlx.core.array"):
+        op(mx.ones((2, 2)), [[1.0, 2.0], [3.0, 4.0]])
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda f: f.__name__)
+def test_shape_errors_name_both_shapes(op):
+    with pytest.raises(ValueError, match=r"\(3, 4\).*\(5, 6\)"):
+        op(mx.ones((3, 4)), mx.ones((5, 6)))
+    with pytest.raises(ValueError, match="at least one dimension"):
+        op(mx.array(1.0), mx.ones((2,)))
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda f: f.__name__)
+def test_cpu_stream_uses_fallback(op):
+    a, b = accuracy.random_operands((5, 7), (3, 7, 2))
+    c = op(a, b, stream=mx.cpu)
+    assert device.backend(mx.cpu) == "cpu-fallback"
+    assert accuracy.relative_error(c, a, b) < 1e-6
+
+
+@pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU report")
+def test_backend_reports_cpu_fallback_without_gpu():
+    assert mlx_sgemm.backend() == "cpu-fallback"
+
+
+def test_backend_rejects_bad_stream():
+    with pytest.raises(TypeError, match="stream"):
+        mlx_sgemm.backend("gpu")
+
+
+def test_every_spec_has_its_sources():
+    for backend in specs.BACKENDS:
+        assert specs.specs(backend), backend
+        for spec in specs.specs(backend):
+            body = spec.source()
+            assert "c[" in body or "t.C" in body or "store" in body, spec
+            assert spec.header() == sources.header(backend)
+            # MLX adds shape/stride arguments only when the body names them.
+            assert "a_strides" in body and "b_strides" in body, spec
+
+
+def test_every_kernel_file_has_a_spec():
+    for backend, suffix in (("cuda", ".cu"), ("metal", ".metal")):
+        files = {p.name for p in (sources.kernels_dir() / backend).glob("*" + suffix)}
+        used = {s.source_file for s in specs.specs(backend)}
+        assert files == used, f"{backend}: files without spec {files - used}, missing {used - files}"
