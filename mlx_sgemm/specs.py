@@ -33,6 +33,9 @@ class KernelSpec:
     block_n: int  # output columns per threadgroup
     template: tuple[tuple[str, int | bool], ...] = ()
     shared_memory: int = 0  # dynamic shared memory in bytes (CUDA only)
+    # CUDA only: blocks that must fit on one SM at once. Caps registers per thread
+    # through __launch_bounds__ (see kernels/cuda/sgemm.cuh); 0 leaves them free.
+    min_blocks: int = 0
 
     @property
     def name(self) -> str:
@@ -51,7 +54,14 @@ class KernelSpec:
         return sources.read(self.backend, self.source_file)
 
     def header(self) -> str:
-        return sources.header(self.backend)
+        """The backend's shared header, preceded by this kernel's launch bounds."""
+        if not self.min_blocks:
+            return sources.header(self.backend)
+        threads = self.threadgroup[0] * self.threadgroup[1] * self.threadgroup[2]
+        return (
+            f"#define SGEMM_MAX_THREADS {threads}\n"
+            f"#define SGEMM_MIN_BLOCKS {self.min_blocks}\n"
+        ) + sources.header(self.backend)
 
 
 _SPECS = {

@@ -12,6 +12,18 @@
 
 #include <cstdint>
 
+// Launch bounds. MLX writes the kernel's signature, leaving no place for
+// __launch_bounds__, yet without it ptxas may spend so many registers per thread
+// that fewer blocks fit on an SM than the kernel was designed for. __global__ is
+// itself a macro of CUDA's headers (host_defines.h), so a spec that asks for
+// min_blocks gets it redefined here to carry the bounds into the one kernel of
+// this source. SGEMM_MAX_THREADS / SGEMM_MIN_BLOCKS come from mlx_sgemm/specs.py.
+#if defined(SGEMM_MIN_BLOCKS)
+#undef __global__
+#define __global__ \
+  __location__(global) __launch_bounds__(SGEMM_MAX_THREADS, SGEMM_MIN_BLOCKS)
+#endif
+
 namespace sgemm {
 
 // Layout of `params` (written by mlx_sgemm/problem.py, Plan.params).
