@@ -7,10 +7,10 @@
 //       const int32_t* params, float* c)
 //
 // with the stage's template constants (TILE, BM, ...) declared constexpr inside.
+// NVRTC compiles it, without the C++ standard library: MLX's own device header
+// (included before this one) brings the fixed-width integer types.
 #ifndef MLX_SGEMM_CUH
 #define MLX_SGEMM_CUH
-
-#include <cstdint>
 
 // Launch bounds. MLX writes the kernel's signature, leaving no place for
 // __launch_bounds__, yet without it ptxas may spend so many registers per thread
@@ -92,7 +92,7 @@ __device__ inline float load_or_zero(
 // True when rows of this matrix start on 16-byte boundaries, so a float4 load at
 // a column that is a multiple of 4 is aligned.
 __device__ inline bool rows_are_float4_aligned(const float* p, int64_t ld) {
-  return (ld % 4 == 0) && (reinterpret_cast<uintptr_t>(p) % 16 == 0);
+  return (ld % 4 == 0) && (reinterpret_cast<unsigned long long>(p) % 16 == 0);
 }
 
 // Columns c..c+3 of row r, zero outside the matrix: one 16-byte load inside,

@@ -1,11 +1,15 @@
-// Stand-in for MLX's own mlx/backend/cuda/device/utils.cuh, which MLX's CUDA
-// backend prepends to every custom kernel but keeps inside libmlx (it is not
-// installed as a file). Our kernels use only the Shape and Strides types from it;
-// these are MLX's definitions (config.h: MAX_NDIM 10; utils.cuh).
+// Stand-in for MLX's mlx/backend/cuda/device/utils.cuh, which MLX's CUDA backend
+// prepends to every custom kernel but keeps inside libmlx (it is not installed as
+// a file). Same includes as MLX 0.32's, and the two types our kernels use from it
+// (Shape, Strides: config.h's MAX_NDIM 10), so a kernel that leans on anything
+// else of MLX's fails here first.
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda/std/array>
-#include <cstdint>
+#include <cuda/std/limits>
+#include <cuda/std/tuple>
 
 #define MAX_NDIM 10
 
