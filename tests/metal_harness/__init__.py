@@ -1,0 +1,1 @@
+"""The Metal CPU harness: see driver.py."""

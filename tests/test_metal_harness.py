@@ -1,0 +1,338 @@
+"""Every Metal kernel, compiled and executed on the CPU by the Metal harness.
+
+tests/metal_harness/ compiles the exact source MLX would hand Apple's compiler
+(signatures.metal_source on the registry's KernelSpec) with clang against a
+Metal compatibility header, and runs a dispatch with fibers for threads (see
+driver.py and runtime.cpp). Needs clang: `pip install ziglang` provides one.
+These tests fail, never skip, when it is missing: CI must run them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .metal_harness import driver
+from mlx_sgemm import signatures, sources, specs
+from mlx_sgemm.accuracy import relative_error
+from mlx_sgemm.problem import plan
+
+METAL_SPECS = specs.specs("metal")
+
+# (a shape, b shape): none a multiple of any block. (1, 5) @ (5, 3) puts a in
+# the constant address space and b in device memory; (1, 1) @ (1, 1) both in
+# constant. The batched case broadcasts each operand along one dimension.
+SHAPES = [
+    ((1, 1), (1, 1)),
+    ((1, 5), (5, 3)),
+    ((33, 17), (17, 65)),
+    ((127, 131), (131, 129)),
+    ((2, 1, 19, 37), (3, 37, 21)),
+]
+
+# float32 accumulation lands near 1e-7 (see mlx_sgemm.accuracy); a bug near 1.
+TOLERANCE = 1e-6
+
+
+def operands(a_shape, b_shape, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+    return a, b
+
+
+def check(spec, a_shape, b_shape, **kwargs):
+    a, b = operands(a_shape, b_shape)
+    c = driver.matmul(spec, a, b, **kwargs)
+    err = relative_error(c, a, b)
+    assert err < TOLERANCE, f"{spec.stage} {a_shape} @ {b_shape}: relative error {err:.3g}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant(specs.KernelSpec):
+    """A registered spec with its body or header edited (for the mutation tests)."""
+
+    body: str = ""
+    header_text: str = ""
+
+    def source(self) -> str:
+        return self.body
+
+    def header(self) -> str:
+        return self.header_text
+
+
+def variant(spec, *, body=None, header=None) -> Variant:
+    fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(specs.KernelSpec)}
+    return Variant(
+        **fields,
+        body=spec.source() if body is None else body,
+        header_text=spec.header() if header is None else header,
+    )
+
+
+def replace_once(text: str, old: str, new: str) -> str:
+    assert text.count(old) == 1, f"expected one {old!r}"
+    return text.replace(old, new)
+
+
+# ---- the kernels ------------------------------------------------------------------
+
+
+def test_every_metal_file_has_a_spec():
+    """A .metal file without a spec would never be run here: fail instead."""
+    metal_dir = sources.kernels_dir() / "metal"
+    files = {p.name for p in metal_dir.glob("*.metal")}
+    covered = {s.source_file for s in METAL_SPECS}
+    assert files, f"no Metal kernels found in {metal_dir}"
+    assert files == covered, (
+        f"without a spec: {sorted(files - covered)}; spec without a file: "
+        f"{sorted(covered - files)}"
+    )
+
+
+@pytest.mark.parametrize("a_shape,b_shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("spec", METAL_SPECS, ids=lambda s: s.stage)
+def test_stage_matches_float64_reference(spec, a_shape, b_shape):
+    check(spec, a_shape, b_shape)
+
+
+@pytest.mark.parametrize("spec", METAL_SPECS, ids=lambda s: s.stage)
+def test_stage_with_buffer_starts_against_guard_pages(spec):
+    """The same with the guard page before each buffer (catches reads before the start)."""
+    check(spec, (33, 17), (17, 65), align_end=False)
+
+
+@pytest.mark.parametrize("spec", METAL_SPECS, ids=lambda s: s.stage)
+def test_stage_under_other_schedules(spec):
+    check(spec, (2, 1, 19, 37), (3, 37, 21), seed=7)
+
+
+@pytest.mark.parametrize("spec", METAL_SPECS, ids=lambda s: s.stage)
+def test_harness_compiles_what_mlx_compiles(spec):
+    """The unit clang compiles is MLX's source, line for line, but for the documented edits."""
+    p = plan((2, 1, 19, 37), (3, 37, 21))
+    infos = signatures.operand_infos(p.a_shape, p.b_shape, len(p.params(1, 1)))
+    prog = driver.program(spec, infos)
+    assert prog.mlx_source == signatures.metal_source(spec, infos)
+    unit = prog.unit.split('#line 1 "launcher"')[0].splitlines()[2:]
+    mlx = prog.mlx_source.splitlines()
+    assert len(unit) == len(mlx)
+    for ours, theirs in zip(unit, mlx):
+        if ours != theirs:
+            assert ("threadgroup_var<" in ours and theirs.lstrip().startswith("threadgroup ")) or (
+                theirs.startswith("template [[host_name(")
+            ), (ours, theirs)
+
+
+# ---- the harness's own semantics ------------------------------------------------------
+
+ATTRIBUTES_BODY = """
+// Each thread writes where it is, in grid order (x fastest).
+const uint i = (thread_position_in_grid.z * threads_per_grid.y + thread_position_in_grid.y)
+    * threads_per_grid.x + thread_position_in_grid.x;
+device float* out = c + 4 * i;
+out[0] = float(threadgroup_position_in_grid.x + 100 * threadgroup_position_in_grid.y);
+out[1] = float(thread_index_in_threadgroup);
+out[2] = float(threads_per_threadgroup.x * threads_per_threadgroup.y);
+out[3] = float(simdgroup_index_in_threadgroup * 32 + thread_index_in_simdgroup);
+"""
+
+
+def raw_dispatch(body, grid, threadgroup, out_floats, *, a=None, **kwargs):
+    """Dispatch a hand-written body with the sgemm signature on small inputs."""
+    spec = variant(specs.spec("naive", "metal"), body=body)
+    a = np.arange(16, dtype=np.float32) if a is None else a
+    b = np.ones(16, dtype=np.float32)
+    params = np.zeros(8, dtype=np.int32)
+    infos = [signatures.ArrayInfo("float32", 1, x.size) for x in (a, b)]
+    infos.append(signatures.ArrayInfo("int32", 1, params.size))
+    prog = driver.program(spec, infos)
+    buffers = [driver.Buffer(n, x, x.nbytes) for n, x in zip("ab", (a, b))]
+    buffers.append(driver.Buffer("params", params, params.nbytes))
+    buffers.append(driver.Buffer("c", None, out_floats * 4))
+    assert prog.buffers == len(buffers)
+    (out,) = driver.dispatch(prog, buffers, grid, threadgroup, **kwargs)
+    return np.frombuffer(out, dtype=np.float32)
+
+
+def test_dispatch_threads_has_partial_edge_threadgroups():
+    grid, group = (10, 3, 1), (4, 2, 1)
+    out = raw_dispatch(ATTRIBUTES_BODY, grid, group, 4 * 30).reshape(3, 10, 4)
+    for y in range(3):
+        for x in range(10):
+            width = 4 if x < 8 else 2  # the last column of groups is partial
+            height = 2 if y < 2 else 1
+            local = (x % 4) + (y % 2) * width
+            assert out[y, x, 0] == x // 4 + 100 * (y // 2)
+            assert out[y, x, 1] == local
+            assert out[y, x, 2] == width * height
+            assert out[y, x, 3] == local  # simdgroups: 32 consecutive threads
+
+
+def test_simdgroup_matrix_load_multiply_store():
+    """An 8x8 product through the collective matrix functions, with origin and transpose."""
+    body = """
+simdgroup_float8x8 x, y, z;
+simdgroup_load(x, a, 16, ulong2(8, 0));          // columns 8..15 of a 8x16 matrix
+simdgroup_load(y, b, 8, ulong2(0, 0), true);     // transposed
+simdgroup_multiply(z, x, y);
+simdgroup_store(z, c, 8);
+simdgroup_float8x8 d = simdgroup_float8x8(2.0f);  // diagonal
+simdgroup_multiply_accumulate(z, d, z, z);        // 3 z
+simdgroup_store(z, c + 64, 8);
+"""
+    a = np.random.default_rng(1).standard_normal(128).astype(np.float32)
+    b = np.random.default_rng(2).standard_normal(64).astype(np.float32)
+    spec = variant(specs.spec("naive", "metal"), body=body)
+    params = np.zeros(8, dtype=np.int32)
+    infos = [signatures.ArrayInfo("float32", 1, x.size) for x in (a, b)]
+    infos.append(signatures.ArrayInfo("int32", 1, 8))
+    prog = driver.program(spec, infos)
+    bufs = [driver.Buffer("a", a, a.nbytes), driver.Buffer("b", b, b.nbytes),
+            driver.Buffer("params", params, params.nbytes), driver.Buffer("c", None, 512)]
+    (out,) = driver.dispatch(prog, bufs, (32, 1, 1), (32, 1, 1))
+    out = np.frombuffer(out, dtype=np.float32).reshape(2, 8, 8)
+    ref = a.reshape(8, 16)[:, 8:].astype(np.float64) @ b.reshape(8, 8).T
+    np.testing.assert_allclose(out[0], ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[1], 3 * ref, rtol=1e-5, atol=1e-5)
+
+
+def test_constant_operand_cannot_feed_simdgroup_load():
+    """As on Apple's compiler: simdgroup_load takes device or threadgroup memory only."""
+    body = "simdgroup_float8x8 x; simdgroup_load(x, a, 8); simdgroup_store(x, c, 8);"
+    with pytest.raises(driver.CompileError, match="simdgroup_load"):
+        raw_dispatch(body, (32, 1, 1), (32, 1, 1), 64, a=np.ones(4, dtype=np.float32))
+
+
+def test_constant_pointer_does_not_convert_to_device():
+    body = "const device float* p = a; c[0] = p[0];"
+    raw_dispatch(body, (1, 1, 1), (1, 1, 1), 1)  # a device input: fine
+    with pytest.raises(driver.CompileError, match="with an lvalue of type 'constant float const"):
+        raw_dispatch(body, (1, 1, 1), (1, 1, 1), 1, a=np.ones(4, dtype=np.float32))
+
+
+def test_unsupported_attribute_is_refused():
+    with pytest.raises(driver.KernelError, match=r"\[\[function_constant"):
+        raw_dispatch("[[function_constant(0)]] c[0] = 1;", (1, 1, 1), (1, 1, 1), 1)
+
+
+@pytest.mark.parametrize(
+    "body,kind",
+    [
+        # Lanes of one simdgroup at different matrix operations.
+        ("simdgroup_float8x8 x = make_filled_simdgroup_matrix<float, 8, 8>(1.0f);\n"
+         "if (thread_index_in_simdgroup < 16) simdgroup_store(x, c, 8);\n", "divergence"),
+        # Lanes passing different pointers to one collective load.
+        ("simdgroup_float8x8 x;\n"
+         "simdgroup_load(x, a + (thread_index_in_simdgroup % 2), 8);\n"
+         "simdgroup_store(x, c, 8);\n", "nonuniform"),
+        # Threads of a threadgroup at different barriers.
+        ("if (thread_index_in_threadgroup < 32) threadgroup_barrier(mem_flags::mem_none);\n"
+         "else threadgroup_barrier(mem_flags::mem_threadgroup);\n", "divergence"),
+        # Half the lanes at a barrier, the others waiting for them in a matrix operation.
+        ("simdgroup_float8x8 x = make_filled_simdgroup_matrix<float, 8, 8>(1.0f);\n"
+         "if (thread_index_in_simdgroup < 16) threadgroup_barrier(mem_flags::mem_none);\n"
+         "simdgroup_store(x, c, 8);\n", "deadlock"),
+        # A write to an input.
+        ("device float* p = (device float*)a; p[0] = 1.0f;", "read_only"),
+        # A fixed-size array indexed past its end.
+        ("threadgroup float t[4];\nt[thread_index_in_threadgroup] = 1.0f;\n", "out_of_bounds"),
+    ],
+    ids=["divergent-lanes", "nonuniform-load", "divergent-barriers", "deadlock",
+         "write-to-input", "threadgroup-array-overrun"],
+)
+def test_misbehaviour_is_reported(body, kind):
+    a = np.ones(256, dtype=np.float32)
+    with pytest.raises(driver.KernelError) as err:
+        raw_dispatch(body, (64, 1, 1), (64, 1, 1), 64, a=a)
+    assert err.value.kind == kind, str(err.value)
+
+
+# ---- mutations: the harness has teeth -------------------------------------------------
+
+BARRIER = "threadgroup_barrier(mem_flags::mem_threadgroup);"
+
+
+def barrier_mutants():
+    for spec in METAL_SPECS:
+        body = spec.source()
+        for i in range(body.count(BARRIER)):
+            yield pytest.param(spec, i, id=f"{spec.stage}-barrier{i}")
+
+
+@pytest.mark.parametrize("spec,which", list(barrier_mutants()))
+def test_missing_threadgroup_barrier_gives_wrong_results(spec, which):
+    body = spec.source()
+    pos = -1
+    for _ in range(which + 1):
+        pos = body.index(BARRIER, pos + 1)
+    mutant = variant(spec, body=body[:pos] + body[pos + len(BARRIER):])
+    a, b = operands((127, 131), (131, 129))
+    c = driver.matmul(mutant, a, b)
+    assert relative_error(c, a, b) > 1e-3, "a race went unnoticed"
+
+
+@pytest.mark.parametrize("spec", [s for s in METAL_SPECS if "sgemm::load_" in s.source()],
+                         ids=lambda s: s.stage)
+def test_bounds_check_off_by_one_is_caught(spec):
+    """sgemm.h's load_or_zero accepting column `cols`: a read one past a row of B."""
+    header = replace_once(spec.header(), "(r < rows && c < cols) ?", "(r < rows && c <= cols) ?")
+    mutant = variant(spec, header=header)
+    a, b = operands((33, 17), (17, 65))
+    try:
+        c = driver.matmul(mutant, a, b)
+    except driver.KernelError as e:
+        assert e.kind == "out_of_bounds", str(e)
+    else:
+        assert relative_error(c, a, b) > 1e-3, "an off-by-one bounds check went unnoticed"
+
+
+def test_store_bounds_check_off_by_one_is_reported_out_of_bounds():
+    spec = specs.spec("naive", "metal")
+    mutant = variant(spec, body=replace_once(spec.source(), "col < t.N", "col <= t.N"))
+    with pytest.raises(driver.KernelError) as err:
+        driver.matmul(mutant, *operands((33, 17), (17, 65)))
+    # Column N: B is read one past the end of its last row before C is written.
+    assert err.value.kind == "out_of_bounds"
+    assert "past the end of buffer(3) b" in err.value.message
+
+
+@pytest.mark.parametrize("align_end", [True, False])
+def test_unchecked_load_past_the_end_is_reported(align_end):
+    """tile_16 loading its B tile without the bounds check reads past the end of b."""
+    spec = specs.spec("tile_16", "metal")
+    body = replace_once(
+        spec.source(),
+        "sgemm::load_or_zero(t.B, t.ldb, k0 + ty, col, t.K, t.N)",
+        "t.B[(k0 + ty) * t.ldb + col]",
+    )
+    mutant = variant(spec, body=body)
+    a, b = operands((33, 17), (17, 65))
+    try:
+        c = driver.matmul(mutant, a, b, align_end=align_end)
+    except driver.KernelError as e:
+        assert e.kind == "out_of_bounds", str(e)
+        assert "buffer(3) b" in e.message
+    else:
+        # With the guard page before the buffer instead, the overrun lands in
+        # the canary-filled rest of the page: garbage in, wrong results out.
+        assert not align_end
+        assert relative_error(c, a, b) > 1e-3
+
+
+def test_load_before_the_start_is_reported():
+    spec = specs.spec("naive", "metal")
+    body = replace_once(spec.source(), "t.A[row * t.lda + k]", "t.A[row * t.lda + k - 1]")
+    with pytest.raises(driver.KernelError) as err:
+        driver.matmul(variant(spec, body=body), *operands((33, 17), (17, 65)), align_end=False)
+    assert err.value.kind == "out_of_bounds"
+    assert "before the start of buffer(0) a" in err.value.message
+
+
+def test_harness_sources_exist():
+    for path in (driver.COMPAT_HEADER, *driver.RUNTIME_SOURCES):
+        assert Path(path).is_file()
