@@ -26,6 +26,13 @@ from mlx_sgemm import accuracy, bench, device, ops, specs, timing
 
 def parse_variant(text: str) -> tuple[str, specs.KernelSpec]:
     stage, _, changes = text.partition(":")
+    if stage == "tile_async" and device.backend() == device.CUDA:
+        # Its shared memory follows from the template: rebuild it from the builder.
+        kwargs = {}
+        for change in filter(None, changes.split(",")):
+            key, _, value = change.partition("=")
+            kwargs[key] = int(value)
+        return text, specs.cuda_pipelined(**kwargs)
     spec = specs.spec(stage, device.backend())
     template = dict(spec.template)
     fields = {}
@@ -33,7 +40,7 @@ def parse_variant(text: str) -> tuple[str, specs.KernelSpec]:
         key, _, value = change.partition("=")
         value = int(value)
         if key in template:
-            template[key] = value
+            template[key] = type(template[key])(value)
         else:
             fields[key] = value
     spec = dataclasses.replace(spec, template=tuple(template.items()), **fields)

@@ -5,7 +5,15 @@
 """
 
 from .device import backend
-from .ops import naive, poisoned_outputs, tile_16, tile_32, tile_simdgroup, tile_threads
+from .ops import (
+    naive,
+    poisoned_outputs,
+    tile_16,
+    tile_32,
+    tile_async,
+    tile_simdgroup,
+    tile_threads,
+)
 
 __version__ = "0.1.0"
 
@@ -16,5 +24,6 @@ __all__ = [
     "tile_32",
     "tile_threads",
     "tile_simdgroup",
+    "tile_async",
     "poisoned_outputs",
 ]

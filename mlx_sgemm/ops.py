@@ -75,5 +75,9 @@ tile_16 = _make_op("tile_16")
 tile_32 = _make_op("tile_32")
 tile_threads = _make_op("tile_threads")
 tile_simdgroup = _make_op("tile_simdgroup")
+tile_async = _make_op("tile_async")
 
-STAGE_OPS = {op.__name__: op for op in (naive, tile_16, tile_32, tile_threads, tile_simdgroup)}
+STAGE_OPS = {
+    op.__name__: op
+    for op in (naive, tile_16, tile_32, tile_threads, tile_simdgroup, tile_async)
+}

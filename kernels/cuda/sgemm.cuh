@@ -42,10 +42,15 @@ struct Tile {
   int64_t ldc;
 };
 
-// Blocks are numbered along the grid's x axis: batch entry, then tile row, then
-// tile column. Operands have the output's batch rank (the Python side merges and
-// pads batch dims); a batch dim of extent 1 is broadcast, so it adds no offset.
-template <typename Shape, typename Strides>
+// Blocks are numbered along the grid's x axis: batch entry, then tile. Operands
+// have the output's batch rank (the Python side merges and pads batch dims); a
+// batch dim of extent 1 is broadcast, so it adds no offset.
+//
+// GROUP_M = 1 walks the tiles row by row. GROUP_M > 1 walks them in bands of
+// GROUP_M tile rows, column by column inside a band: blocks that run at the same
+// time then share GROUP_M row tiles of A and a few column tiles of B instead of
+// one row of A and all of B, and far more of what they read is still in L2.
+template <int GROUP_M = 1, typename Shape, typename Strides>
 __device__ inline Tile locate_tile(
     int block_m, int block_n, const int32_t* params,
     const float* a, const Shape& a_shape, const Strides& a_strides,
@@ -55,13 +60,21 @@ __device__ inline Tile locate_tile(
   t.M = params[P_M];
   t.N = params[P_N];
   t.K = params[P_K];
-  const int tiles_n = params[P_TILES_N];
-  const int tiles = params[P_TILES_M] * tiles_n;
+  const int tiles_m = params[P_TILES_M], tiles_n = params[P_TILES_N];
+  const int tiles = tiles_m * tiles_n;
   const int nd = params[P_BATCH_NDIM];
   const int block = blockIdx.x;
   const int tile = block % tiles;
-  t.row0 = (tile / tiles_n) * block_m;
-  t.col0 = (tile % tiles_n) * block_n;
+  if (GROUP_M == 1) {
+    t.row0 = (tile / tiles_n) * block_m;
+    t.col0 = (tile % tiles_n) * block_n;
+  } else {
+    const int band = tile / (GROUP_M * tiles_n);
+    const int band_rows = min(GROUP_M, tiles_m - band * GROUP_M);
+    const int in_band = tile % (GROUP_M * tiles_n);
+    t.row0 = (band * GROUP_M + in_band % band_rows) * block_m;
+    t.col0 = (in_band / band_rows) * block_n;
+  }
 
   int rest = block / tiles;
   const int64_t batch = rest;
@@ -168,6 +181,170 @@ __device__ inline void mma_m16n8k8_tf32(
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// d += A * B to float32 accuracy with three TF32 tensor-core products; the
+// a_small * b_small term falls below float32 rounding and is dropped.
+__device__ inline void mma_3xtf32(
+    float (&d)[4],
+    const uint32_t (&a_big)[4], const uint32_t (&a_small)[4],
+    const uint32_t (&b_big)[2], const uint32_t (&b_small)[2]) {
+  mma_m16n8k8_tf32(d, a_small, b_big);
+  mma_m16n8k8_tf32(d, a_big, b_small);
+  mma_m16n8k8_tf32(d, a_big, b_big);
+}
+
+// ---------------------------------------------------------------------------
+// Warp tiles: one warp's share of a block, as MI x NI m16n8 products.
+// ---------------------------------------------------------------------------
+
+// acc += As * Bs over one shared-memory k-tile, for the warp whose WM x WN
+// output tile starts at (wm0, wn0) of the block. As is BM x BK with row stride
+// AS_LD, Bs is BK x BN with row stride BS_LD; with BK + 4 and BN + 8 as strides,
+// a warp's fragment reads hit 32 different banks.
+//
+// SPLIT selects 3xTF32 (float32 accuracy). The tensor cores add into their
+// accumulator rounding toward zero, so letting them accumulate over all of K
+// biases every step the same way and the error grows with K (measured on an
+// H200: 25x cuBLAS SGEMM's at K = 4096). So the k-tile's products go into a
+// fresh accumulator `part`, which the FP32 units, rounding to nearest, add to
+// `acc` (after Ootomo & Yokota, 2022). Without SPLIT: one TF32 product per step,
+// accumulated by the tensor cores, like cuBLAS's TF32 mode.
+template <int MI, int NI, int BK, int AS_LD, int BS_LD, bool SPLIT>
+__device__ inline void warp_tile_mma(
+    float (&acc)[MI][NI][4], const float* As, const float* Bs, int wm0, int wn0) {
+  const int lane = threadIdx.x % 32;
+  const int g = lane / 4, tg = lane % 4;  // this lane's fragment coordinates
+  float part[MI][NI][4] = {};
+  float (&sum)[MI][NI][4] = SPLIT ? part : acc;
+#pragma unroll
+  for (int kk = 0; kk < BK; kk += 8) {
+    // Split each A fragment element once; it serves NI products. B's fragments
+    // are split one n8 tile at a time, which saves registers for accumulators.
+    uint32_t a_big[MI][4], a_small[MI][4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+      const float* a = As + (wm0 + i * 16 + g) * AS_LD + kk + tg;
+      const float v[4] = {a[0], a[8 * AS_LD], a[4], a[8 * AS_LD + 4]};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (SPLIT) {
+          const SplitTF32 s = split_tf32(v[e]);
+          a_big[i][e] = s.big;
+          a_small[i][e] = s.small;
+        } else {
+          a_big[i][e] = to_tf32(v[e]);
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < NI; ++j) {
+      const float* b = Bs + (kk + tg) * BS_LD + wn0 + j * 8 + g;
+      uint32_t b_big[2], b_small[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float v = b[e * 4 * BS_LD];
+        if (SPLIT) {
+          const SplitTF32 s = split_tf32(v);
+          b_big[e] = s.big;
+          b_small[e] = s.small;
+        } else {
+          b_big[e] = to_tf32(v);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < MI; ++i) {
+        if (SPLIT) {
+          mma_3xtf32(sum[i][j], a_big[i], a_small[i], b_big, b_small);
+        } else {
+          mma_m16n8k8_tf32(sum[i][j], a_big[i], b_big);
+        }
+      }
+    }
+  }
+  if (SPLIT) {
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] += part[i][j][e];
+  }
+}
+
+// Write a warp's MI x NI accumulator tiles to C, dropping what overhangs it.
+template <int MI, int NI>
+__device__ inline void store_warp_tile(
+    const Tile& t, const float (&acc)[MI][NI][4], int wm0, int wn0) {
+  const int lane = threadIdx.x % 32;
+  const int g = lane / 4, tg = lane % 4;
+#pragma unroll
+  for (int i = 0; i < MI; ++i) {
+#pragma unroll
+    for (int j = 0; j < NI; ++j) {
+      const int row = t.row0 + wm0 + i * 16 + g;
+      const int col = t.col0 + wn0 + j * 8 + 2 * tg;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = row + (e / 2) * 8, c = col + e % 2;
+        if (r < t.M && c < t.N) t.C[r * t.ldc + c] = acc[i][j][e];
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Asynchronous copies (cp.async, sm_80+): device memory -> shared memory
+// without passing through registers, so loads for later k-tiles can be in
+// flight while the warps compute on the current one.
+// ---------------------------------------------------------------------------
+
+// Copy `bytes` (16 or 4) from gmem to smem; source bytes past `src_bytes` are
+// not read and their destination is zero-filled (how edge tiles get zeros).
+template <int BYTES>
+__device__ inline void cp_async(float* smem, const float* gmem, int src_bytes) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(dst), "l"(gmem), "r"(src_bytes));
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+                 :: "r"(dst), "l"(gmem), "r"(src_bytes));
+  }
+}
+
+__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// Wait until at most N committed groups are still in flight.
+template <int N>
+__device__ inline void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+
+// Start copying the ROWS x COLS tile at (row0, col0) of a rows x cols row-major
+// matrix into shared memory (row stride LD), zeros outside the matrix. With
+// 16-byte aligned rows, one 16-byte copy per 4 columns (a partial one at the
+// edge); otherwise element by element.
+template <int ROWS, int COLS, int LD, int THREADS>
+__device__ inline void cp_async_tile(
+    float* dst, const float* src, int64_t ld, int row0, int col0,
+    int rows, int cols, bool aligned) {
+  constexpr int CHUNKS = ROWS * COLS / 4;
+  static_assert(CHUNKS % THREADS == 0, "every thread copies the same number of chunks");
+#pragma unroll
+  for (int chunk = threadIdx.x; chunk < CHUNKS; chunk += THREADS) {
+    const int r = chunk / (COLS / 4), c = (chunk % (COLS / 4)) * 4;
+    const int gr = row0 + r, gc = col0 + c;
+    float* d = dst + r * LD + c;
+    if (aligned) {
+      const int valid = gr < rows ? max(0, min(4, cols - gc)) : 0;
+      cp_async<16>(d, valid ? src + gr * ld + gc : src, 4 * valid);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const bool valid = gr < rows && gc + e < cols;
+        cp_async<4>(d + e, valid ? src + gr * ld + gc + e : src, valid ? 4 : 0);
+      }
+    }
+  }
 }
 
 }  // namespace sgemm

@@ -1,0 +1,60 @@
+// Stage 5, tile_async: hide memory latency behind the matrix units.
+//
+// In tile_simdgroup every k-step waits for its tiles to arrive from device
+// memory, then computes, then waits again. Here cp.async copies run STAGES - 1
+// k-tiles ahead into a ring of shared-memory buffers, straight from device
+// memory to shared memory (no registers in between), so the loads of later
+// k-tiles are in flight while the warps compute on the current one; one barrier
+// per k-tile. Blocks walk the output in bands of GROUP_M tile rows (see
+// sgemm::locate_tile) so what they read is still in L2 for their neighbours.
+//
+// SPLIT: 3xTF32 (float32 accuracy) or single-pass TF32 (cuBLAS's TF32 mode).
+// The warp tiling is tile_simdgroup's (sgemm::warp_tile_mma).
+constexpr int WARPS_N = BN / WN;
+constexpr int THREADS = (BM / WM) * WARPS_N * 32;
+constexpr int AS_LD = BK + 4, BS_LD = BN + 8;  // padding: conflict-free fragments
+constexpr int STAGE_FLOATS = BM * AS_LD + BK * BS_LD;
+static_assert(THREADS == 256, "the spec launches 256 threads");
+
+// STAGES x (A tile, B tile); the spec asks MLX for STAGES * STAGE_FLOATS floats.
+extern __shared__ float4 smem_float4[];
+float* const smem = reinterpret_cast<float*>(smem_float4);
+
+const sgemm::Tile t = sgemm::locate_tile<GROUP_M>(
+    BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
+const int warp = threadIdx.x / 32;
+const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
+const bool a_aligned = sgemm::rows_are_float4_aligned(t.A, t.lda);
+const bool b_aligned = sgemm::rows_are_float4_aligned(t.B, t.ldb);
+const int k_tiles = (t.K + BK - 1) / BK;
+
+auto start_loading = [&](int kt) {
+  float* As = smem + (kt % STAGES) * STAGE_FLOATS;
+  float* Bs = As + BM * AS_LD;
+  sgemm::cp_async_tile<BM, BK, AS_LD, THREADS>(
+      As, t.A, t.lda, t.row0, kt * BK, t.M, t.K, a_aligned);
+  sgemm::cp_async_tile<BK, BN, BS_LD, THREADS>(
+      Bs, t.B, t.ldb, kt * BK, t.col0, t.K, t.N, b_aligned);
+};
+
+// Prologue: the first STAGES - 1 k-tiles in flight. Every iteration commits one
+// group (empty past the end) so that "wait until STAGES - 2 groups are pending"
+// always means "the oldest k-tile has landed".
+for (int kt = 0; kt < STAGES - 1; ++kt) {
+  if (kt < k_tiles) start_loading(kt);
+  sgemm::cp_async_commit();
+}
+
+float acc[WM / 16][WN / 8][4] = {};
+for (int kt = 0; kt < k_tiles; ++kt) {
+  sgemm::cp_async_wait<STAGES - 2>();
+  // k-tile kt is visible to all threads, and all have finished k-tile kt - 1,
+  // whose buffer the next copy reuses.
+  __syncthreads();
+  if (kt + STAGES - 1 < k_tiles) start_loading(kt + STAGES - 1);
+  sgemm::cp_async_commit();
+  const float* As = smem + (kt % STAGES) * STAGE_FLOATS;
+  sgemm::warp_tile_mma<WM / 16, WN / 8, BK, AS_LD, BS_LD, SPLIT>(
+      acc, As, As + BM * AS_LD, wm0, wn0);
+}
+sgemm::store_warp_tile(t, acc, wm0, wn0);
