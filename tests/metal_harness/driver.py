@@ -41,7 +41,7 @@ from mlx_sgemm.specs import KernelSpec
 
 HERE = Path(__file__).resolve().parent
 COMPAT_HEADER = HERE / "metal_compat.h"
-RUNTIME_SOURCES = (HERE / "runtime.cpp", HERE / "runtime.h")
+RUNTIME_SOURCES = (HERE / "runtime.cpp", HERE / "runtime.h", HERE / "async_copy.cpp")
 
 CXXFLAGS = [
     "-x", "c++", "-std=c++17", "-O1", "-fno-strict-aliasing",
@@ -131,13 +131,23 @@ def _digest(*parts: str | bytes) -> str:
     return h.hexdigest()[:20]
 
 
-def _runtime_object() -> Path:
+INCLUDES = ["-I", str(HERE), "-I", str(HERE / "include")]
+
+
+def _runtime_objects() -> list[Path]:
+    """runtime.cpp (the scheduler) and async_copy.cpp, compiled once per process."""
     cc = compiler()
-    key = _digest(" ".join(cc), *CXXFLAGS, *(p.read_bytes() for p in RUNTIME_SOURCES))
-    obj = build_dir() / f"runtime-{key}.o"
-    if not obj.exists():
-        _run_compiler([*cc, *CXXFLAGS, "-c", str(HERE / "runtime.cpp"), "-o", str(obj)])
-    return obj
+    key = _digest(
+        " ".join(cc), *CXXFLAGS, *(p.read_bytes() for p in RUNTIME_SOURCES),
+        COMPAT_HEADER.read_bytes(),
+    )
+    objects = []
+    for name in ("runtime", "async_copy"):
+        obj = build_dir() / f"{name}-{key}.o"
+        if not obj.exists():
+            _run_compiler([*cc, *CXXFLAGS, *INCLUDES, "-c", str(HERE / f"{name}.cpp"), "-o", str(obj)])
+        objects.append(obj)
+    return objects
 
 
 # ---- from the MLX source to a C++ translation unit --------------------------------
@@ -256,10 +266,10 @@ def program(spec: KernelSpec, inputs: list[signatures.ArrayInfo]) -> Program:
 def build(prog: Program) -> Path:
     """Compile and link ``prog`` once per process (cached by the source's hash)."""
     cc = compiler()
-    runtime = _runtime_object()
+    runtime = _runtime_objects()
     key = _digest(
         " ".join(cc), *CXXFLAGS, *KERNEL_FLAGS, prog.unit, COMPAT_HEADER.read_bytes(),
-        runtime.name,
+        *(obj.name for obj in runtime),
     )
     exe = build_dir() / f"{prog.name}-{key}"
     if exe.exists():
@@ -267,9 +277,8 @@ def build(prog: Program) -> Path:
     src = build_dir() / f"{prog.name}-{key}.cpp"
     src.write_text(prog.unit)
     obj = src.with_suffix(".o")
-    includes = ["-I", str(HERE), "-I", str(HERE / "include")]
-    _run_compiler([*cc, *CXXFLAGS, *KERNEL_FLAGS, *includes, "-c", str(src), "-o", str(obj)])
-    _run_compiler([*cc, str(obj), str(runtime), "-o", str(exe)])
+    _run_compiler([*cc, *CXXFLAGS, *KERNEL_FLAGS, *INCLUDES, "-c", str(src), "-o", str(obj)])
+    _run_compiler([*cc, str(obj), *map(str, runtime), "-o", str(exe)])
     return exe
 
 
