@@ -24,7 +24,7 @@ def kernel(spec: KernelSpec):
         output_names=list(spec.output_names),
         source=spec.source(),
         header=spec.header(),
-        ensure_row_contiguous=True,
+        ensure_row_contiguous=spec.ensure_row_contiguous,
     )
     if spec.backend == "metal":
         return mx.fast.metal_kernel(**common)

@@ -14,7 +14,7 @@ entry; the grid enumerates those tiles on its x axis.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import sources
 
@@ -36,6 +36,13 @@ class KernelSpec:
     # CUDA only: blocks that must fit on one SM at once. Caps registers per thread
     # through __launch_bounds__ (see kernels/cuda/sgemm.cuh); 0 leaves them free.
     min_blocks: int = 0
+    # Macros defined ahead of the shared header, for what must be decided before
+    # it (e.g. which intrinsics a Metal stage declares at namespace scope).
+    defines: tuple[tuple[str, int], ...] = ()
+    # Whether MLX must hand the kernel row-contiguous copies. Kernels that read
+    # a_strides / b_strides for their matrix dims take any layout as it is
+    # (transposed views, slices) and set this False: no copy.
+    ensure_row_contiguous: bool = False
 
     @property
     def name(self) -> str:
@@ -54,14 +61,13 @@ class KernelSpec:
         return sources.read(self.backend, self.source_file)
 
     def header(self) -> str:
-        """The backend's shared header, preceded by this kernel's launch bounds."""
-        if not self.min_blocks:
-            return sources.header(self.backend)
-        threads = self.threadgroup[0] * self.threadgroup[1] * self.threadgroup[2]
-        return (
-            f"#define SGEMM_MAX_THREADS {threads}\n"
-            f"#define SGEMM_MIN_BLOCKS {self.min_blocks}\n"
-        ) + sources.header(self.backend)
+        """The backend's shared header, preceded by this kernel's own macros."""
+        defines = list(self.defines)
+        if self.min_blocks:
+            threads = self.threadgroup[0] * self.threadgroup[1] * self.threadgroup[2]
+            defines += [("SGEMM_MAX_THREADS", threads), ("SGEMM_MIN_BLOCKS", self.min_blocks)]
+        prefix = "".join(f"#define {name} {value}\n" for name, value in defines)
+        return prefix + sources.header(self.backend)
 
 
 def cuda_pipelined(
@@ -99,11 +105,12 @@ _SPECS = {
         # 8 warps, each a 64x32 warp tile of m16n8k8 tensor-core products.
         KernelSpec(
             "tile_simdgroup", "cuda", "tile_simdgroup.cu", (256, 1, 1), 128, 128,
-            (("BM", 128), ("BN", 128), ("BK", 16), ("WM", 64), ("WN", 32)),
+            (("BM", 128), ("BN", 128), ("BK", 8), ("WM", 64), ("WN", 32)),
         ),
         cuda_pipelined(),
     ],
-    "metal": [
+    # The Metal kernels index row-contiguous operands: MLX copies other layouts.
+    "metal": [replace(spec, ensure_row_contiguous=True) for spec in [
         KernelSpec("naive", "metal", "naive.metal", (16, 16, 1), 16, 16),
         KernelSpec("tile_16", "metal", "tile.metal", (16, 16, 1), 16, 16, (("TILE", 16),)),
         KernelSpec("tile_32", "metal", "tile.metal", (32, 32, 1), 32, 32, (("TILE", 32),)),
@@ -117,7 +124,7 @@ _SPECS = {
             "tile_simdgroup", "metal", "tile_simdgroup.metal", (128, 1, 1), 32, 32,
             (("TILE_K", 16),),
         ),
-    ],
+    ]],
 }
 
 # The journey, in order; every backend implements each stage.

@@ -12,6 +12,7 @@ compiler is missing.
 """
 
 import os
+import re
 import shutil
 
 import pytest
@@ -38,19 +39,30 @@ def full_source(spec) -> str:
     return signatures.cuda_source(spec, inputs)
 
 
+# A kernel at its register limit (capped by KernelSpec.min_blocks, or at the
+# hardware's 255) may spill a little around its main loop; anything more means
+# the tiling is wrong for the limit. Below the limit, nothing may spill.
+MAX_SPILL_BYTES_AT_LIMIT = 64
+
+
+def check_resources(spec, report: str):
+    spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", report)]
+    registers = [int(n) for n in re.findall(r"Used (\d+) registers", report)]
+    assert spills and registers, f"no ptxas resource report:\n{report}"
+    at_limit = spec.min_blocks or max(registers) == 255
+    assert max(spills) <= (MAX_SPILL_BYTES_AT_LIMIT if at_limit else 0), report
+
+
 @pytest.mark.parametrize("spec", CUDA_SPECS, ids=lambda s: s.stage)
 def test_nvrtc_compiles_as_mlx_does(spec):
     needs(find_libnvrtc() is not None, "libnvrtc (pip install nvidia-cuda-nvrtc)")
-    log = nvrtc_compile(full_source(spec))
-    assert "0 bytes spill stores" in log, log
+    check_resources(spec, nvrtc_compile(full_source(spec)))
 
 
 @pytest.mark.parametrize("spec", CUDA_SPECS, ids=lambda s: s.stage)
-def test_nvcc_compiles_without_spills(spec, tmp_path):
+def test_nvcc_compiles_for_sm90a(spec, tmp_path):
     needs(shutil.which("nvcc") is not None, "nvcc (CUDA 13)")
-    report = nvcc_compile(full_source(spec), tmp_path)
-    assert "spill stores" in report  # ptxas printed its resource report
-    assert "0 bytes spill stores" in report, report
+    check_resources(spec, nvcc_compile(full_source(spec), tmp_path))
 
 
 def test_nvrtc_rejects_what_mlx_would_reject():

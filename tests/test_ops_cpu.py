@@ -62,7 +62,7 @@ def test_every_spec_has_its_sources():
         for spec in specs.specs(backend):
             body = spec.source()
             assert "c[" in body or "t.C" in body or "store" in body, spec
-            assert spec.header() == sources.header(backend)
+            assert spec.header().endswith(sources.header(backend))
             # MLX adds shape/stride arguments only when the body names them.
             assert "a_strides" in body and "b_strides" in body, spec
 

@@ -29,15 +29,50 @@ namespace sgemm {
 // Layout of `params` (written by mlx_sgemm/problem.py, Plan.params).
 enum Param { P_M, P_N, P_K, P_TILES_M, P_TILES_N, P_BATCH_NDIM, P_BATCH_SHAPE };
 
-// One threadgroup's job: one block of C in one batch entry, and where that batch
-// entry's matrices live. Matrices are row-major with row strides lda/ldb/ldc.
+__device__ inline bool is_16_byte_aligned(const float* p) {
+  return reinterpret_cast<unsigned long long>(p) % 16 == 0;
+}
+
+// A rows x cols operand as MLX hands it over: element (r, c) at p[r * rs + c * cs].
+// Row-major arrays have cs == 1; transposed views (a.T, swapaxes) have rs == 1;
+// any other strides (slices, broadcasts) are read element by element. No copy is
+// made for any of them.
+struct Operand {
+  const float* p;
+  int64_t rs, cs;
+  int rows, cols;
+
+  __device__ float operator()(int r, int c) const { return p[r * rs + c * cs]; }
+
+  // Element (r, c), or 0 outside the matrix: tiles that overhang the edge read
+  // zeros, which add nothing to a dot product.
+  __device__ float at(int r, int c) const {
+    return (r < rows && c < cols) ? (*this)(r, c) : 0.0f;
+  }
+
+  // The same matrix seen transposed (no data moves).
+  __device__ Operand transposed() const { return {p, cs, rs, cols, rows}; }
+
+  // Can 4 neighbours along a row, starting at a multiple of 4, be read with one
+  // aligned 16-byte load?
+  __device__ bool rows_vectorize() const {
+    return cs == 1 && rs % 4 == 0 && is_16_byte_aligned(p);
+  }
+
+  // Elements (r, c..c+3), zero outside; one 16-byte load inside the matrix
+  // (the caller checked rows_vectorize()).
+  __device__ float4 row4(int r, int c) const {
+    if (r < rows && c + 3 < cols) return *reinterpret_cast<const float4*>(p + r * rs + c);
+    return make_float4(at(r, c), at(r, c + 1), at(r, c + 2), at(r, c + 3));
+  }
+};
+
+// One threadgroup's job: one block of C in one batch entry, the operands of that
+// batch entry, and where its block of C goes (C is always row-major).
 struct Tile {
   int M, N, K;
   int row0, col0;  // first row and column of C this block writes
-  const float* A;
-  int64_t lda;
-  const float* B;
-  int64_t ldb;
+  Operand A, B;    // M x K and K x N
   float* C;
   int64_t ldc;
 };
@@ -86,43 +121,44 @@ __device__ inline Tile locate_tile(
     if (a_shape[i] != 1) a_off += idx * a_strides[i];
     if (b_shape[i] != 1) b_off += idx * b_strides[i];
   }
-  t.lda = a_strides[nd];
-  t.ldb = b_strides[nd];
+  t.A = {a + a_off, a_strides[nd], a_strides[nd + 1], t.M, t.K};
+  t.B = {b + b_off, b_strides[nd], b_strides[nd + 1], t.K, t.N};
   t.ldc = t.N;
-  t.A = a + a_off;
-  t.B = b + b_off;
   t.C = c + batch * t.M * t.N;
   return t;
 }
 
-// Element (r, c) of a rows x cols row-major matrix, or 0 outside it: tiles that
-// overhang the matrix edge read zeros, which add nothing to a dot product.
-__device__ inline float load_or_zero(
-    const float* p, int64_t ld, int r, int c, int rows, int cols) {
-  return (r < rows && c < cols) ? p[r * ld + c] : 0.0f;
-}
-
-// True when rows of this matrix start on 16-byte boundaries, so a float4 load at
-// a column that is a multiple of 4 is aligned.
-__device__ inline bool rows_are_float4_aligned(const float* p, int64_t ld) {
-  return (ld % 4 == 0) && (reinterpret_cast<unsigned long long>(p) % 16 == 0);
-}
-
-// Columns c..c+3 of row r, zero outside the matrix: one 16-byte load inside,
-// element by element at the edges (or when rows are not 16-byte aligned).
-__device__ inline float4 load4_or_zero(
-    const float* p, int64_t ld, int r, int c, int rows, int cols, bool aligned) {
-  if (aligned && r < rows && c + 3 < cols) {
-    return *reinterpret_cast<const float4*>(p + r * ld + c);
+// Copy the ROWS x COLS tile of x at (r0, c0) into shared memory (row stride LD),
+// zeros outside x, through registers. A row-major x with aligned rows is read 16
+// bytes at a time; any other layout (a transposed view, a strided slice) element
+// by element, consecutive threads walking x's contiguous direction so the loads
+// still coalesce. The kernels that use this are bound by arithmetic, not by
+// load instructions: the element path costs them little.
+template <int ROWS, int COLS, int LD, int THREADS>
+__device__ inline void load_tile(float* smem, const Operand& x, int r0, int c0) {
+  static_assert(COLS % 4 == 0 && LD % 4 == 0, "rows are whole float4s");
+  static_assert(ROWS * COLS % (4 * THREADS) == 0, "every thread loads the same amount");
+  if (x.rows_vectorize()) {
+#pragma unroll
+    for (int j = 0; j < ROWS * COLS / (4 * THREADS); ++j) {
+      const int i = j * THREADS + threadIdx.x;
+      const int r = i / (COLS / 4), c = (i % (COLS / 4)) * 4;
+      *reinterpret_cast<float4*>(smem + r * LD + c) = x.row4(r0 + r, c0 + c);
+    }
+  } else {
+    // A rolled loop: unrolled, ptxas would keep every element's address live
+    // across the whole k loop and run out of registers.
+    const bool down = x.rs == 1;
+#pragma unroll 1
+    for (int i = threadIdx.x; i < ROWS * COLS; i += THREADS) {
+      const int r = down ? i % ROWS : i / COLS, c = down ? i / ROWS : i % COLS;
+      smem[r * LD + c] = x.at(r0 + r, c0 + c);
+    }
   }
-  return make_float4(
-      load_or_zero(p, ld, r, c, rows, cols),
-      load_or_zero(p, ld, r, c + 1, rows, cols),
-      load_or_zero(p, ld, r, c + 2, rows, cols),
-      load_or_zero(p, ld, r, c + 3, rows, cols));
 }
 
-// Store columns c..c+3 of row r, dropping what falls outside the matrix.
+// Store columns c..c+3 of row r of a row-major matrix, dropping what falls
+// outside it; one 16-byte store when whole and aligned.
 __device__ inline void store4_clipped(
     float* p, int64_t ld, int r, int c, int rows, int cols, bool aligned, float4 v) {
   if (r >= rows) return;
@@ -151,8 +187,14 @@ __device__ inline uint32_t to_tf32(float x) {
 // x = big + small, each exactly a TF32 number (to about 2^-22 relative), so
 // a*b ~= a_big*b_big + a_big*b_small + a_small*b_big with float32 accuracy: the
 // dropped a_small*b_small term is below float32 rounding.
+//
+// Non-finite x: big carries the Inf or NaN and small is 0. In the cross terms
+// that Inf would meet the other operand's small part, which is exactly 0
+// whenever that operand is a TF32 number, and Inf * 0 is NaN where the true
+// product is Inf. So the cross terms use `big_finite`, which is 0 for a
+// non-finite x: only big*big sees the Inf, as the exact product would.
 struct SplitTF32 {
-  uint32_t big, small;
+  uint32_t big, small, big_finite;
 };
 
 __device__ inline SplitTF32 split_tf32(float x) {
@@ -162,9 +204,8 @@ __device__ inline SplitTF32 split_tf32(float x) {
   if (finite && isinf(__uint_as_float(s.big))) {
     s.big = __float_as_uint(x) & 0xffffe000u;  // rounding overflowed: truncate
   }
-  // For Inf or NaN, x - big would be NaN and turn Inf*y into NaN: the big part
-  // alone carries the value.
   s.small = finite ? to_tf32(x - __uint_as_float(s.big)) : 0u;
+  s.big_finite = finite ? s.big : 0u;
   return s;
 }
 
@@ -183,14 +224,14 @@ __device__ inline void mma_m16n8k8_tf32(
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// d += A * B to float32 accuracy with three TF32 tensor-core products; the
-// a_small * b_small term falls below float32 rounding and is dropped.
+// d += A * B to float32 accuracy with three TF32 tensor-core products (see
+// SplitTF32); the a_small * b_small term falls below float32 rounding.
 __device__ inline void mma_3xtf32(
     float (&d)[4],
-    const uint32_t (&a_big)[4], const uint32_t (&a_small)[4],
-    const uint32_t (&b_big)[2], const uint32_t (&b_small)[2]) {
-  mma_m16n8k8_tf32(d, a_small, b_big);
-  mma_m16n8k8_tf32(d, a_big, b_small);
+    const uint32_t (&a_big)[4], const uint32_t (&a_big_finite)[4], const uint32_t (&a_small)[4],
+    const uint32_t (&b_big)[2], const uint32_t (&b_big_finite)[2], const uint32_t (&b_small)[2]) {
+  mma_m16n8k8_tf32(d, a_small, b_big_finite);
+  mma_m16n8k8_tf32(d, a_big_finite, b_small);
   mma_m16n8k8_tf32(d, a_big, b_big);
 }
 
@@ -221,7 +262,7 @@ __device__ inline void warp_tile_mma(
   for (int kk = 0; kk < BK; kk += 8) {
     // Split each A fragment element once; it serves NI products. B's fragments
     // are split one n8 tile at a time, which saves registers for accumulators.
-    uint32_t a_big[MI][4], a_small[MI][4];
+    uint32_t a_big[MI][4], a_big_finite[MI][4], a_small[MI][4];
 #pragma unroll
     for (int i = 0; i < MI; ++i) {
       const float* a = As + (wm0 + i * 16 + g) * AS_LD + kk + tg;
@@ -231,6 +272,7 @@ __device__ inline void warp_tile_mma(
         if (SPLIT) {
           const SplitTF32 s = split_tf32(v[e]);
           a_big[i][e] = s.big;
+          a_big_finite[i][e] = s.big_finite;
           a_small[i][e] = s.small;
         } else {
           a_big[i][e] = to_tf32(v[e]);
@@ -240,13 +282,14 @@ __device__ inline void warp_tile_mma(
 #pragma unroll
     for (int j = 0; j < NI; ++j) {
       const float* b = Bs + (kk + tg) * BS_LD + wn0 + j * 8 + g;
-      uint32_t b_big[2], b_small[2];
+      uint32_t b_big[2], b_big_finite[2], b_small[2];
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const float v = b[e * 4 * BS_LD];
         if (SPLIT) {
           const SplitTF32 s = split_tf32(v);
           b_big[e] = s.big;
+          b_big_finite[e] = s.big_finite;
           b_small[e] = s.small;
         } else {
           b_big[e] = to_tf32(v);
@@ -255,7 +298,8 @@ __device__ inline void warp_tile_mma(
 #pragma unroll
       for (int i = 0; i < MI; ++i) {
         if (SPLIT) {
-          mma_3xtf32(sum[i][j], a_big[i], a_small[i], b_big, b_small);
+          mma_3xtf32(sum[i][j], a_big[i], a_big_finite[i], a_small[i],
+                     b_big, b_big_finite, b_small);
         } else {
           mma_m16n8k8_tf32(sum[i][j], a_big[i], b_big);
         }
@@ -319,30 +363,31 @@ __device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\
 template <int N>
 __device__ inline void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
 
-// Start copying the ROWS x COLS tile at (row0, col0) of a rows x cols row-major
-// matrix into shared memory (row stride LD), zeros outside the matrix. With
-// 16-byte aligned rows, one 16-byte copy per 4 columns (a partial one at the
-// edge); otherwise element by element.
+// Start copying the ROWS x COLS tile of x at (r0, c0) into shared memory (row
+// stride LD), zeros outside x. Row-major x with aligned rows: one 16-byte copy
+// per 4 columns (a partial one at the edge). Any other layout (a transposed view,
+// say): 4-byte copies, consecutive threads walking x's contiguous direction.
 template <int ROWS, int COLS, int LD, int THREADS>
-__device__ inline void cp_async_tile(
-    float* dst, const float* src, int64_t ld, int row0, int col0,
-    int rows, int cols, bool aligned) {
-  constexpr int CHUNKS = ROWS * COLS / 4;
-  static_assert(CHUNKS % THREADS == 0, "every thread copies the same number of chunks");
+__device__ inline void cp_async_tile(float* smem, const Operand& x, int r0, int c0) {
+  constexpr int VECTORS = ROWS * COLS / 4;
+  static_assert(VECTORS % THREADS == 0, "every thread copies the same amount");
+  if (x.rows_vectorize()) {
 #pragma unroll
-  for (int chunk = threadIdx.x; chunk < CHUNKS; chunk += THREADS) {
-    const int r = chunk / (COLS / 4), c = (chunk % (COLS / 4)) * 4;
-    const int gr = row0 + r, gc = col0 + c;
-    float* d = dst + r * LD + c;
-    if (aligned) {
-      const int valid = gr < rows ? max(0, min(4, cols - gc)) : 0;
-      cp_async<16>(d, valid ? src + gr * ld + gc : src, 4 * valid);
-    } else {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const bool valid = gr < rows && gc + e < cols;
-        cp_async<4>(d + e, valid ? src + gr * ld + gc + e : src, valid ? 4 : 0);
-      }
+    for (int j = 0; j < VECTORS / THREADS; ++j) {
+      const int i = j * THREADS + threadIdx.x;
+      const int r = i / (COLS / 4), c = (i % (COLS / 4)) * 4;
+      const int gr = r0 + r, gc = c0 + c;
+      const int valid = gr < x.rows ? max(0, min(4, x.cols - gc)) : 0;
+      cp_async<16>(smem + r * LD + c, valid ? x.p + gr * x.rs + gc : x.p, 4 * valid);
+    }
+  } else {
+    const bool down = x.rs == 1;
+#pragma unroll 1  // see load_tile
+    for (int i = threadIdx.x; i < ROWS * COLS; i += THREADS) {
+      const int r = down ? i % ROWS : i / COLS, c = down ? i / ROWS : i % COLS;
+      const int gr = r0 + r, gc = c0 + c;
+      const bool valid = gr < x.rows && gc < x.cols;
+      cp_async<4>(smem + r * LD + c, valid ? x.p + gr * x.rs + gc * x.cs : x.p, valid ? 4 : 0);
     }
   }
 }

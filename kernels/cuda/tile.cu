@@ -16,8 +16,8 @@ const int col = t.col0 + tx;
 float sum = 0.0f;
 for (int k0 = 0; k0 < t.K; k0 += TILE) {
   // Out-of-range elements load as zero, so edge tiles need no special case below.
-  As[ty][tx] = sgemm::load_or_zero(t.A, t.lda, row, k0 + tx, t.M, t.K);
-  Bs[ty][tx] = sgemm::load_or_zero(t.B, t.ldb, k0 + ty, col, t.K, t.N);
+  As[ty][tx] = t.A.at(row, k0 + tx);
+  Bs[ty][tx] = t.B.at(k0 + ty, col);
   __syncthreads();  // the tiles are complete before anyone reads them
 #pragma unroll
   for (int k = 0; k < TILE; ++k) {

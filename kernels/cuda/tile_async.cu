@@ -24,17 +24,13 @@ const sgemm::Tile t = sgemm::locate_tile<GROUP_M>(
     BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
 const int warp = threadIdx.x / 32;
 const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
-const bool a_aligned = sgemm::rows_are_float4_aligned(t.A, t.lda);
-const bool b_aligned = sgemm::rows_are_float4_aligned(t.B, t.ldb);
 const int k_tiles = (t.K + BK - 1) / BK;
 
 auto start_loading = [&](int kt) {
   float* As = smem + (kt % STAGES) * STAGE_FLOATS;
   float* Bs = As + BM * AS_LD;
-  sgemm::cp_async_tile<BM, BK, AS_LD, THREADS>(
-      As, t.A, t.lda, t.row0, kt * BK, t.M, t.K, a_aligned);
-  sgemm::cp_async_tile<BK, BN, BS_LD, THREADS>(
-      Bs, t.B, t.ldb, kt * BK, t.col0, t.K, t.N, b_aligned);
+  sgemm::cp_async_tile<BM, BK, AS_LD, THREADS>(As, t.A, t.row0, kt * BK);
+  sgemm::cp_async_tile<BK, BN, BS_LD, THREADS>(Bs, t.B, kt * BK, t.col0);
 };
 
 // Prologue: the first STAGES - 1 k-tiles in flight. Every iteration commits one

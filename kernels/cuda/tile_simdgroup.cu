@@ -14,8 +14,6 @@
 constexpr int WARPS_N = BN / WN;
 constexpr int THREADS = (BM / WM) * WARPS_N * 32;
 static_assert(THREADS == 256, "the spec launches 256 threads");
-static_assert((BM * BK) % (4 * THREADS) == 0 && (BK * BN) % (4 * THREADS) == 0,
-              "tiles load as whole float4 passes");
 
 constexpr int AS_LD = BK + 4, BS_LD = BN + 8;  // padding: conflict-free fragments
 __shared__ __align__(16) float As[BM * AS_LD];
@@ -25,26 +23,11 @@ const sgemm::Tile t = sgemm::locate_tile(
     BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
 const int tid = threadIdx.x, warp = tid / 32;
 const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
-const bool a_aligned = sgemm::rows_are_float4_aligned(t.A, t.lda);
-const bool b_aligned = sgemm::rows_are_float4_aligned(t.B, t.ldb);
-
-constexpr int A_THREADS_PER_ROW = BK / 4, A_ROWS_PER_PASS = THREADS / A_THREADS_PER_ROW;
-constexpr int B_THREADS_PER_ROW = BN / 4, B_ROWS_PER_PASS = THREADS / B_THREADS_PER_ROW;
-const int a_row = tid / A_THREADS_PER_ROW, a_col = (tid % A_THREADS_PER_ROW) * 4;
-const int b_row = tid / B_THREADS_PER_ROW, b_col = (tid % B_THREADS_PER_ROW) * 4;
 
 float acc[WM / 16][WN / 8][4] = {};
 for (int k0 = 0; k0 < t.K; k0 += BK) {
-#pragma unroll
-  for (int r = 0; r < BM; r += A_ROWS_PER_PASS) {
-    *reinterpret_cast<float4*>(&As[(a_row + r) * AS_LD + a_col]) = sgemm::load4_or_zero(
-        t.A, t.lda, t.row0 + a_row + r, k0 + a_col, t.M, t.K, a_aligned);
-  }
-#pragma unroll
-  for (int r = 0; r < BK; r += B_ROWS_PER_PASS) {
-    *reinterpret_cast<float4*>(&Bs[(b_row + r) * BS_LD + b_col]) = sgemm::load4_or_zero(
-        t.B, t.ldb, k0 + b_row + r, t.col0 + b_col, t.K, t.N, b_aligned);
-  }
+  sgemm::load_tile<BM, BK, AS_LD, THREADS>(As, t.A, t.row0, k0);
+  sgemm::load_tile<BK, BN, BS_LD, THREADS>(Bs, t.B, k0, t.col0);
   __syncthreads();
   sgemm::warp_tile_mma<WM / 16, WN / 8, BK, AS_LD, BS_LD, true>(acc, As, Bs, wm0, wn0);
   __syncthreads();

@@ -18,6 +18,8 @@ constexpr int HALF_M = BM / 2, HALF_N = BN / 2;
 
 // A is stored transposed (k-major) so a thread's 4 consecutive rows are one float4;
 // +4 floats of padding per row spreads the transposing stores over the banks.
+// sgemm::load_tile reads either operand in whatever layout it comes (row-major,
+// a transposed view, or strided), 16 bytes at a time where the layout allows.
 __shared__ __align__(16) float As[BK][BM + 4];
 __shared__ __align__(16) float Bs[BK][BN];
 
@@ -25,34 +27,12 @@ const sgemm::Tile t = sgemm::locate_tile(
     BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
 const int tid = threadIdx.x;
 const int ty = tid / (BN / TN), tx = tid % (BN / TN);
-const bool a_aligned = sgemm::rows_are_float4_aligned(t.A, t.lda);
-const bool b_aligned = sgemm::rows_are_float4_aligned(t.B, t.ldb);
-
-// Who loads what: A's tile is BM x BK (a float4 along K per load), B's is
-// BK x BN (a float4 along N per load).
-constexpr int A_THREADS_PER_ROW = BK / 4;
-constexpr int A_ROWS_PER_PASS = THREADS / A_THREADS_PER_ROW;
-constexpr int B_THREADS_PER_ROW = BN / 4;
-constexpr int B_ROWS_PER_PASS = THREADS / B_THREADS_PER_ROW;
-const int a_row = tid / A_THREADS_PER_ROW, a_col = (tid % A_THREADS_PER_ROW) * 4;
-const int b_row = tid / B_THREADS_PER_ROW, b_col = (tid % B_THREADS_PER_ROW) * 4;
 
 float acc[TM][TN] = {};
 for (int k0 = 0; k0 < t.K; k0 += BK) {
-#pragma unroll
-  for (int r = 0; r < BM; r += A_ROWS_PER_PASS) {
-    const float4 v = sgemm::load4_or_zero(
-        t.A, t.lda, t.row0 + a_row + r, k0 + a_col, t.M, t.K, a_aligned);
-    As[a_col + 0][a_row + r] = v.x;
-    As[a_col + 1][a_row + r] = v.y;
-    As[a_col + 2][a_row + r] = v.z;
-    As[a_col + 3][a_row + r] = v.w;
-  }
-#pragma unroll
-  for (int r = 0; r < BK; r += B_ROWS_PER_PASS) {
-    *reinterpret_cast<float4*>(&Bs[b_row + r][b_col]) = sgemm::load4_or_zero(
-        t.B, t.ldb, k0 + b_row + r, t.col0 + b_col, t.K, t.N, b_aligned);
-  }
+  // A's tile goes in transposed: As[k][m] is the K x M view of A at (k0, row0).
+  sgemm::load_tile<BK, BM, BM + 4, THREADS>(&As[0][0], t.A.transposed(), k0, t.row0);
+  sgemm::load_tile<BK, BN, BN, THREADS>(&Bs[0][0], t.B, k0, t.col0);
   __syncthreads();
 
 #pragma unroll
@@ -73,7 +53,7 @@ for (int k0 = 0; k0 < t.K; k0 += BK) {
   __syncthreads();
 }
 
-const bool c_aligned = sgemm::rows_are_float4_aligned(t.C, t.ldc);
+const bool c_aligned = t.ldc % 4 == 0 && sgemm::is_16_byte_aligned(t.C);
 #pragma unroll
 for (int i = 0; i < TM; ++i) {
   const int row = t.row0 + (i < 4 ? 4 * ty + i : HALF_M + 4 * ty + i - 4);
