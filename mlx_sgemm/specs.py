@@ -43,6 +43,9 @@ class KernelSpec:
     # a_strides / b_strides for their matrix dims take any layout as it is
     # (transposed views, slices) and set this False: no copy.
     ensure_row_contiguous: bool = False
+    # Input names, in order. Every kernel reads a, b and params; a fused
+    # alpha/beta kernel also reads c_in and scalars.
+    inputs: tuple[str, ...] = INPUT_NAMES
 
     @property
     def name(self) -> str:
@@ -50,7 +53,7 @@ class KernelSpec:
 
     @property
     def input_names(self) -> tuple[str, ...]:
-        return INPUT_NAMES
+        return self.inputs
 
     @property
     def output_names(self) -> tuple[str, ...]:
