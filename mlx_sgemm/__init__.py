@@ -4,8 +4,10 @@
 >>> c = mlx_sgemm.tile_simdgroup(mx.random.normal((512, 256)), mx.random.normal((256, 128)))
 """
 
+from . import nn
 from .device import backend
 from .ops import (
+    matmul,
     naive,
     poisoned_outputs,
     tile_16,
@@ -19,7 +21,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "backend",
+    "matmul",
     "naive",
+    "nn",
     "tile_16",
     "tile_32",
     "tile_threads",

@@ -1,13 +1,23 @@
-"""The public ops: one function per stage of the journey, each computing ``a @ b``."""
+"""The public ops: one function per stage of the journey, and the adaptive matmul.
+
+Every op validates its operands like ``mx.matmul``, picks a backend from the
+stream, and runs inside an ``mx.custom_function`` whose vjp and jvp are computed
+by the same op (dA = G @ B^T, dB = A^T @ G, with the transposes passed as views,
+not copies), so ``mx.grad``, ``mx.vjp``, ``mx.jvp`` and ``mx.compile`` work
+through it. On MLX's CPU backend the forward product is ``mx.matmul``; the
+gradient plumbing is the same.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import functools
+from typing import Callable
 
 import mlx.core as mx
 
-from . import device, registry, specs
-from .problem import check_operand, plan
+from . import adaptive, device, registry, specs
+from .problem import Plan, check_operand, plan
 
 _poison = False
 
@@ -32,6 +42,8 @@ def launch(spec: specs.KernelSpec, a: mx.array, b: mx.array, stream=None) -> mx.
     p = plan(a.shape, b.shape)
     if p.empty:
         return mx.zeros(p.out_shape, dtype=mx.float32, stream=stream)
+    # Reshapes are free for contiguous arrays; a strided view whose batch dims
+    # must merge (or a 1-D operand of a view) is copied here, once.
     if a.shape != p.a_shape:
         a = a.reshape(p.a_shape, stream=stream)
     if b.shape != p.b_shape:
@@ -50,22 +62,86 @@ def launch(spec: specs.KernelSpec, a: mx.array, b: mx.array, stream=None) -> mx.
     return c.reshape(p.out_shape, stream=stream) if c.shape != p.out_shape else c
 
 
-def _make_op(stage: str):
-    def op(a: mx.array, b: mx.array, *, stream=None) -> mx.array:
-        check_operand(a, "a")
-        check_operand(b, "b")
-        chosen = device.backend(stream)
-        if chosen == device.CPU_FALLBACK:
-            plan(a.shape, b.shape)  # same errors as on a GPU
+def _sum_to(x: mx.array, shape: tuple[int, ...], stream) -> mx.array:
+    """Sum a broadcast gradient back to an operand's shape (2-D or more)."""
+    lead = x.ndim - len(shape)
+    axes = list(range(lead))
+    axes += [lead + i for i, n in enumerate(shape[:-2]) if n == 1 and x.shape[lead + i] != 1]
+    if axes:
+        x = mx.sum(x, axis=axes, keepdims=True, stream=stream)
+    return x.reshape(shape, stream=stream) if x.shape != shape else x
+
+
+def _matmul_vjp(product, a, b, g, stream):
+    """Gradients of a @ b (matmul semantics) given the cotangent g, via `product`."""
+    a2 = a.reshape(1, -1) if a.ndim == 1 else a
+    b2 = b.reshape(-1, 1) if b.ndim == 1 else b
+    g2 = g
+    if a.ndim == 1:
+        g2 = mx.expand_dims(g2, -2, stream=stream)
+    if b.ndim == 1:
+        g2 = mx.expand_dims(g2, -1, stream=stream)
+    da = product(g2, mx.swapaxes(b2, -1, -2, stream=stream))
+    db = product(mx.swapaxes(a2, -1, -2, stream=stream), g2)
+    da = _sum_to(da, a2.shape, stream).reshape(a.shape, stream=stream)
+    db = _sum_to(db, b2.shape, stream).reshape(b.shape, stream=stream)
+    return da, db
+
+
+@functools.cache
+def _differentiable(choose: Callable[[str, Plan], specs.KernelSpec], backend: str, stream):
+    """``a @ b`` with kernel ``choose(backend, plan)`` as an mx.custom_function.
+
+    One per (kernel choice, backend, stream), created once: the vjp and jvp call
+    it again, so higher derivatives run on our kernels too.
+    """
+
+    def forward(a, b):
+        if backend == device.CPU_FALLBACK:
             return mx.matmul(a, b, stream=stream)
-        return launch(specs.spec(stage, chosen), a, b, stream)
+        return launch(choose(backend, plan(a.shape, b.shape)), a, b, stream)
+
+    product = mx.custom_function(forward)
+
+    @product.vjp
+    def vjp(primals, cotangent, output):
+        a, b = primals
+        return _matmul_vjp(product, a, b, cotangent, stream)
+
+    @product.jvp
+    def jvp(primals, tangents):
+        (a, b), (da, db) = primals, tangents
+        return product(da, b) + product(a, db)
+
+    return product
+
+
+def _run(choose, a, b, stream) -> mx.array:
+    check_operand(a, "a")
+    check_operand(b, "b")
+    plan(a.shape, b.shape)  # shape errors before anything is built
+    return _differentiable(choose, device.backend(stream), stream)(a, b)
+
+
+@functools.cache
+def _stage_kernel(stage: str) -> Callable[[str, Plan], specs.KernelSpec]:
+    return lambda backend, _plan: specs.spec(stage, backend)
+
+
+def _make_op(stage: str):
+    choose = _stage_kernel(stage)
+
+    def op(a: mx.array, b: mx.array, *, stream=None) -> mx.array:
+        return _run(choose, a, b, stream)
 
     op.__name__ = op.__qualname__ = stage
     op.__doc__ = (
         f"``a @ b`` in float32 with the ``{stage}`` kernel.\n\n"
-        "Follows ``mx.matmul``: 1-D operands, broadcast batch dimensions. Both\n"
-        "operands must be float32 arrays. On a device without Metal or CUDA it\n"
-        "computes with ``mx.matmul`` (see :func:`mlx_sgemm.backend`)."
+        "Follows ``mx.matmul``: 1-D operands, broadcast batch dimensions, any\n"
+        "strides (transposed views are read in place). Both operands must be\n"
+        "float32 arrays. Differentiable. On a device without Metal or CUDA, or on\n"
+        "a CPU stream, it computes with ``mx.matmul`` (see\n"
+        ":func:`mlx_sgemm.backend`)."
     )
     return op
 
@@ -81,3 +157,22 @@ STAGE_OPS = {
     op.__name__: op
     for op in (naive, tile_16, tile_32, tile_threads, tile_simdgroup, tile_async)
 }
+
+
+def matmul(a: mx.array, b: mx.array, *, precision: str = "float32", stream=None) -> mx.array:
+    """``a @ b`` with the fastest of our kernels for the shape and precision.
+
+    Args:
+        a, b: float32 arrays, with ``mx.matmul``'s semantics (1-D operands,
+            broadcast batch dimensions, any strides).
+        precision: ``"float32"`` (default): float32-accurate on every backend.
+            ``"tf32"``: on CUDA, one TF32 tensor-core pass (about 1e-4 relative
+            error, like ``mx.matmul``'s CUDA default). Apple GPUs have no TF32
+            mode: on Metal, and on the CPU, ``"tf32"`` computes in float32 (more
+            accurate than asked, never less). Anything else raises ValueError.
+        stream: stream or device; a CPU one computes with ``mx.matmul``.
+
+    Differentiable; the kernel choice is :func:`mlx_sgemm.adaptive.choose`.
+    """
+    adaptive.check_precision(precision, device.backend(stream))
+    return _run(adaptive.chooser(precision), a, b, stream)
