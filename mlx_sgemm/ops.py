@@ -99,6 +99,11 @@ def _differentiable(choose: Callable[[str, Plan], specs.KernelSpec], backend: st
     def forward(a, b):
         if backend == device.CPU_FALLBACK:
             return mx.matmul(a, b, stream=stream)
+        # The kernel has no derivative of its own, and MLX's forward mode (jvp)
+        # visits every node between the primals and the custom function's
+        # outputs: stopping the gradient on the kernel's inputs keeps it off that
+        # path, so the jvp below is used instead. (Costs nothing: no copy.)
+        a, b = mx.stop_gradient(a), mx.stop_gradient(b)
         return launch(choose(backend, plan(a.shape, b.shape)), a, b, stream)
 
     product = mx.custom_function(forward)

@@ -33,9 +33,13 @@ __device__ inline bool is_16_byte_aligned(const float* p) {
   return reinterpret_cast<unsigned long long>(p) % 16 == 0;
 }
 
+// Which way an operand's elements lie next to each other in memory: along its
+// rows (row-major, cs == 1) or down its columns (rs == 1: a transposed view).
+enum Layout { ROW_MAJOR, COL_MAJOR };
+
 // A rows x cols operand as MLX hands it over: element (r, c) at p[r * rs + c * cs].
 // Row-major arrays have cs == 1; transposed views (a.T, swapaxes) have rs == 1;
-// any other strides (slices, broadcasts) are read element by element. No copy is
+// other strides (slices, broadcasts) are read element by element. No copy is
 // made for any of them.
 struct Operand {
   const float* p;
@@ -53,19 +57,45 @@ struct Operand {
   // The same matrix seen transposed (no data moves).
   __device__ Operand transposed() const { return {p, cs, rs, cols, rows}; }
 
-  // Can 4 neighbours along a row, starting at a multiple of 4, be read with one
-  // aligned 16-byte load?
-  __device__ bool rows_vectorize() const {
-    return cs == 1 && rs % 4 == 0 && is_16_byte_aligned(p);
+  __device__ Layout layout() const { return (rs == 1 && cs != 1) ? COL_MAJOR : ROW_MAJOR; }
+
+  // Can 4 neighbours in direction L (along a row / down a column), starting at a
+  // multiple of 4, be read with one aligned 16-byte load?
+  template <Layout L>
+  __device__ bool vectorizes() const {
+    return L == ROW_MAJOR ? cs == 1 && rs % 4 == 0 && is_16_byte_aligned(p)
+                          : rs == 1 && cs % 4 == 0 && is_16_byte_aligned(p);
   }
 
-  // Elements (r, c..c+3), zero outside; one 16-byte load inside the matrix
-  // (the caller checked rows_vectorize()).
-  __device__ float4 row4(int r, int c) const {
-    if (r < rows && c + 3 < cols) return *reinterpret_cast<const float4*>(p + r * rs + c);
-    return make_float4(at(r, c), at(r, c + 1), at(r, c + 2), at(r, c + 3));
+  // 4 neighbours from (r, c) in direction L, zero outside the matrix: one
+  // 16-byte load when `vector` (= vectorizes<L>()) and all 4 are inside.
+  template <Layout L>
+  __device__ float4 load4(int r, int c, bool vector) const {
+    if (L == ROW_MAJOR) {
+      if (vector && r < rows && c + 3 < cols) return *reinterpret_cast<const float4*>(p + r * rs + c);
+      return make_float4(at(r, c), at(r, c + 1), at(r, c + 2), at(r, c + 3));
+    }
+    if (vector && c < cols && r + 3 < rows) return *reinterpret_cast<const float4*>(p + r + c * cs);
+    return make_float4(at(r, c), at(r + 1, c), at(r + 2, c), at(r + 3, c));
   }
 };
+
+template <Layout L>
+struct LayoutTag {
+  static constexpr Layout value = L;
+};
+
+// Run f(LayoutTag<layout of x>{}, LayoutTag<layout of y>{}): the kernel's main
+// loop is compiled once per layout pair, each instance with just the loads its
+// layouts need (one generic instance would need the registers of all of them).
+template <typename F>
+__device__ inline void with_layouts(const Operand& x, const Operand& y, F&& f) {
+  const bool x_col = x.layout() == COL_MAJOR, y_col = y.layout() == COL_MAJOR;
+  if (!x_col && !y_col) f(LayoutTag<ROW_MAJOR>{}, LayoutTag<ROW_MAJOR>{});
+  else if (!x_col) f(LayoutTag<ROW_MAJOR>{}, LayoutTag<COL_MAJOR>{});
+  else if (!y_col) f(LayoutTag<COL_MAJOR>{}, LayoutTag<ROW_MAJOR>{});
+  else f(LayoutTag<COL_MAJOR>{}, LayoutTag<COL_MAJOR>{});
+}
 
 // One threadgroup's job: one block of C in one batch entry, the operands of that
 // batch entry, and where its block of C goes (C is always row-major).
@@ -128,31 +158,31 @@ __device__ inline Tile locate_tile(
   return t;
 }
 
-// Copy the ROWS x COLS tile of x at (r0, c0) into shared memory (row stride LD),
-// zeros outside x, through registers. A row-major x with aligned rows is read 16
-// bytes at a time; any other layout (a transposed view, a strided slice) element
-// by element, consecutive threads walking x's contiguous direction so the loads
-// still coalesce. The kernels that use this are bound by arithmetic, not by
-// load instructions: the element path costs them little.
-template <int ROWS, int COLS, int LD, int THREADS>
+// Copy the ROWS x COLS tile of x at (r0, c0) into shared memory as smem[r][c]
+// (row stride LD), zeros outside x, through registers. x has layout L: 16-byte
+// loads along its rows, stored as they are, or down its columns, scattered into
+// four rows of the tile; element by element where x's strides or the matrix
+// edge do not allow 16 bytes. Consecutive threads take consecutive addresses of
+// x, so loads coalesce.
+template <int ROWS, int COLS, int LD, int THREADS, Layout L>
 __device__ inline void load_tile(float* smem, const Operand& x, int r0, int c0) {
-  static_assert(COLS % 4 == 0 && LD % 4 == 0, "rows are whole float4s");
-  static_assert(ROWS * COLS % (4 * THREADS) == 0, "every thread loads the same amount");
-  if (x.rows_vectorize()) {
+  static_assert(ROWS % 4 == 0 && COLS % 4 == 0 && LD % 4 == 0, "whole float4s");
+  constexpr int VECTORS = ROWS * COLS / 4;
+  static_assert(VECTORS % THREADS == 0, "every thread loads the same amount");
+  const bool vector = x.vectorizes<L>();
 #pragma unroll
-    for (int j = 0; j < ROWS * COLS / (4 * THREADS); ++j) {
-      const int i = j * THREADS + threadIdx.x;
+  for (int j = 0; j < VECTORS / THREADS; ++j) {
+    const int i = j * THREADS + threadIdx.x;
+    if (L == ROW_MAJOR) {
       const int r = i / (COLS / 4), c = (i % (COLS / 4)) * 4;
-      *reinterpret_cast<float4*>(smem + r * LD + c) = x.row4(r0 + r, c0 + c);
-    }
-  } else {
-    // A rolled loop: unrolled, ptxas would keep every element's address live
-    // across the whole k loop and run out of registers.
-    const bool down = x.rs == 1;
-#pragma unroll 1
-    for (int i = threadIdx.x; i < ROWS * COLS; i += THREADS) {
-      const int r = down ? i % ROWS : i / COLS, c = down ? i / ROWS : i % COLS;
-      smem[r * LD + c] = x.at(r0 + r, c0 + c);
+      *reinterpret_cast<float4*>(smem + r * LD + c) = x.load4<L>(r0 + r, c0 + c, vector);
+    } else {
+      const int c = i / (ROWS / 4), r = (i % (ROWS / 4)) * 4;
+      const float4 v = x.load4<L>(r0 + r, c0 + c, vector);
+      smem[r * LD + c] = v.x;
+      smem[(r + 1) * LD + c] = v.y;
+      smem[(r + 2) * LD + c] = v.z;
+      smem[(r + 3) * LD + c] = v.w;
     }
   }
 }
@@ -240,9 +270,10 @@ __device__ inline void mma_3xtf32(
 // ---------------------------------------------------------------------------
 
 // acc += As * Bs over one shared-memory k-tile, for the warp whose WM x WN
-// output tile starts at (wm0, wn0) of the block. As is BM x BK with row stride
-// AS_LD, Bs is BK x BN with row stride BS_LD; with BK + 4 and BN + 8 as strides,
-// a warp's fragment reads hit 32 different banks.
+// output tile starts at (wm0, wn0) of the block. As holds the block's BM x BK
+// tile of A, Bs the BK x BN tile of B, laid out as ATile / BTile (SmemTile:
+// either orientation). With the padded strides a warp's fragment reads (8 rows
+// x 4 columns of A, 4 x 8 of B) hit 32 different banks in either orientation.
 //
 // SPLIT selects 3xTF32 (float32 accuracy). The tensor cores add into their
 // accumulator rounding toward zero, so letting them accumulate over all of K
@@ -251,7 +282,7 @@ __device__ inline void mma_3xtf32(
 // fresh accumulator `part`, which the FP32 units, rounding to nearest, add to
 // `acc` (after Ootomo & Yokota, 2022). Without SPLIT: one TF32 product per step,
 // accumulated by the tensor cores, like cuBLAS's TF32 mode.
-template <int MI, int NI, int BK, int AS_LD, int BS_LD, bool SPLIT>
+template <int MI, int NI, int BK, typename ATile, typename BTile, bool SPLIT>
 __device__ inline void warp_tile_mma(
     float (&acc)[MI][NI][4], const float* As, const float* Bs, int wm0, int wn0) {
   const int lane = threadIdx.x % 32;
@@ -265,8 +296,9 @@ __device__ inline void warp_tile_mma(
     uint32_t a_big[MI][4], a_big_finite[MI][4], a_small[MI][4];
 #pragma unroll
     for (int i = 0; i < MI; ++i) {
-      const float* a = As + (wm0 + i * 16 + g) * AS_LD + kk + tg;
-      const float v[4] = {a[0], a[8 * AS_LD], a[4], a[8 * AS_LD + 4]};
+      const int r = wm0 + i * 16 + g, k = kk + tg;
+      const float v[4] = {ATile::at(As, r, k), ATile::at(As, r + 8, k),
+                          ATile::at(As, r, k + 4), ATile::at(As, r + 8, k + 4)};
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         if (SPLIT) {
@@ -281,11 +313,11 @@ __device__ inline void warp_tile_mma(
     }
 #pragma unroll
     for (int j = 0; j < NI; ++j) {
-      const float* b = Bs + (kk + tg) * BS_LD + wn0 + j * 8 + g;
+      const int k = kk + tg, col = wn0 + j * 8 + g;
       uint32_t b_big[2], b_big_finite[2], b_small[2];
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float v = b[e * 4 * BS_LD];
+        const float v = BTile::at(Bs, k + 4 * e, col);
         if (SPLIT) {
           const SplitTF32 s = split_tf32(v);
           b_big[e] = s.big;
@@ -363,31 +395,60 @@ __device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\
 template <int N>
 __device__ inline void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
 
-// Start copying the ROWS x COLS tile of x at (r0, c0) into shared memory (row
-// stride LD), zeros outside x. Row-major x with aligned rows: one 16-byte copy
-// per 4 columns (a partial one at the edge). Any other layout (a transposed view,
-// say): 4-byte copies, consecutive threads walking x's contiguous direction.
-template <int ROWS, int COLS, int LD, int THREADS>
+// Row stride of a shared-memory tile whose contiguous extent is EXTENT floats:
+// padded so that the warps' fragment reads hit 32 different banks (see
+// warp_tile_mma), and 16-byte rows for cp.async.
+template <int EXTENT>
+__host__ __device__ constexpr int padded() {
+  return EXTENT + (EXTENT >= 64 ? 8 : 4);
+}
+
+// A ROWS x COLS tile of an operand with layout L as cp.async leaves it in shared
+// memory: in the operand's own orientation (a copy cannot transpose), so
+// row-major as smem[r][c] and column-major as smem[c][r].
+template <Layout L, int ROWS, int COLS>
+struct SmemTile {
+  static constexpr int LD = L == ROW_MAJOR ? padded<COLS>() : padded<ROWS>();
+  static constexpr int FLOATS = L == ROW_MAJOR ? ROWS * LD : COLS * LD;
+  // Room for the tile in either orientation.
+  static constexpr int MAX_FLOATS = ROWS * padded<COLS>() > COLS * padded<ROWS>()
+                                        ? ROWS * padded<COLS>() : COLS * padded<ROWS>();
+  __device__ static float at(const float* s, int r, int c) {
+    return L == ROW_MAJOR ? s[r * LD + c] : s[c * LD + r];
+  }
+};
+
+// Start copying the ROWS x COLS tile of x at (r0, c0) into shared memory
+// (laid out as SmemTile<L, ROWS, COLS>), zeros outside x. With 16-byte aligned
+// rows (columns): one 16-byte copy per 4 elements, a partial one at the edge.
+// Otherwise (odd strides): 4-byte copies, consecutive threads walking x's
+// contiguous direction.
+template <int ROWS, int COLS, int THREADS, Layout L>
 __device__ inline void cp_async_tile(float* smem, const Operand& x, int r0, int c0) {
+  using Tile = SmemTile<L, ROWS, COLS>;
+  constexpr bool ROW = L == ROW_MAJOR;
+  constexpr int LINE = ROW ? COLS : ROWS;  // contiguous extent of the tile
   constexpr int VECTORS = ROWS * COLS / 4;
   static_assert(VECTORS % THREADS == 0, "every thread copies the same amount");
-  if (x.rows_vectorize()) {
+  if (x.vectorizes<L>()) {
 #pragma unroll
     for (int j = 0; j < VECTORS / THREADS; ++j) {
       const int i = j * THREADS + threadIdx.x;
-      const int r = i / (COLS / 4), c = (i % (COLS / 4)) * 4;
-      const int gr = r0 + r, gc = c0 + c;
-      const int valid = gr < x.rows ? max(0, min(4, x.cols - gc)) : 0;
-      cp_async<16>(smem + r * LD + c, valid ? x.p + gr * x.rs + gc : x.p, 4 * valid);
+      const int line = i / (LINE / 4), pos = (i % (LINE / 4)) * 4;
+      const int gr = r0 + (ROW ? line : pos), gc = c0 + (ROW ? pos : line);
+      const int valid = ROW ? (gr < x.rows ? max(0, min(4, x.cols - gc)) : 0)
+                            : (gc < x.cols ? max(0, min(4, x.rows - gr)) : 0);
+      cp_async<16>(smem + line * Tile::LD + pos, valid ? &x.p[gr * x.rs + gc * x.cs] : x.p,
+                   4 * valid);
     }
   } else {
-    const bool down = x.rs == 1;
-#pragma unroll 1  // see load_tile
+#pragma unroll 1  // rolled: unrolled, the addresses would stay live in registers
     for (int i = threadIdx.x; i < ROWS * COLS; i += THREADS) {
-      const int r = down ? i % ROWS : i / COLS, c = down ? i / ROWS : i % COLS;
-      const int gr = r0 + r, gc = c0 + c;
+      const int line = i / LINE, pos = i % LINE;
+      const int gr = r0 + (ROW ? line : pos), gc = c0 + (ROW ? pos : line);
       const bool valid = gr < x.rows && gc < x.cols;
-      cp_async<4>(smem + r * LD + c, valid ? x.p + gr * x.rs + gc * x.cs : x.p, valid ? 4 : 0);
+      cp_async<4>(smem + line * Tile::LD + pos, valid ? &x.p[gr * x.rs + gc * x.cs] : x.p,
+                  valid ? 4 : 0);
     }
   }
 }

@@ -8,17 +8,21 @@
 // per k-tile. Blocks walk the output in bands of GROUP_M tile rows (see
 // sgemm::locate_tile) so what they read is still in L2 for their neighbours.
 //
+// A copy cannot transpose, so each operand's tiles keep its own orientation in
+// shared memory (sgemm::SmemTile) and the main loop is compiled per layout pair.
 // SPLIT: 3xTF32 (float32 accuracy) or single-pass TF32 (cuBLAS's TF32 mode).
 // The warp tiling is tile_simdgroup's (sgemm::warp_tile_mma).
 constexpr int WARPS_N = BN / WN;
 constexpr int THREADS = (BM / WM) * WARPS_N * 32;
-constexpr int AS_LD = BK + 4, BS_LD = BN + 8;  // padding: conflict-free fragments
-constexpr int STAGE_FLOATS = BM * AS_LD + BK * BS_LD;
 static_assert(THREADS == 256, "the spec launches 256 threads");
 
-// STAGES x (A tile, B tile); the spec asks MLX for STAGES * STAGE_FLOATS floats.
+// STAGES buffers of (A tile, B tile), each sized for either orientation; the
+// spec asks MLX for STAGES * STAGE_FLOATS floats (mlx_sgemm/specs.py).
 extern __shared__ float4 smem_float4[];
 float* const smem = reinterpret_cast<float*>(smem_float4);
+constexpr int A_FLOATS = sgemm::SmemTile<sgemm::ROW_MAJOR, BM, BK>::MAX_FLOATS;
+constexpr int B_FLOATS = sgemm::SmemTile<sgemm::ROW_MAJOR, BK, BN>::MAX_FLOATS;
+constexpr int STAGE_FLOATS = A_FLOATS + B_FLOATS;
 
 const sgemm::Tile t = sgemm::locate_tile<GROUP_M>(
     BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
@@ -26,31 +30,36 @@ const int warp = threadIdx.x / 32;
 const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
 const int k_tiles = (t.K + BK - 1) / BK;
 
-auto start_loading = [&](int kt) {
-  float* As = smem + (kt % STAGES) * STAGE_FLOATS;
-  float* Bs = As + BM * AS_LD;
-  sgemm::cp_async_tile<BM, BK, AS_LD, THREADS>(As, t.A, t.row0, kt * BK);
-  sgemm::cp_async_tile<BK, BN, BS_LD, THREADS>(Bs, t.B, kt * BK, t.col0);
-};
+sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) __attribute__((noinline)) {
+  constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
+  using ATile = sgemm::SmemTile<AL, BM, BK>;
+  using BTile = sgemm::SmemTile<BL, BK, BN>;
 
-// Prologue: the first STAGES - 1 k-tiles in flight. Every iteration commits one
-// group (empty past the end) so that "wait until STAGES - 2 groups are pending"
-// always means "the oldest k-tile has landed".
-for (int kt = 0; kt < STAGES - 1; ++kt) {
-  if (kt < k_tiles) start_loading(kt);
-  sgemm::cp_async_commit();
-}
+  auto start_loading = [&](int kt) {
+    float* As = smem + (kt % STAGES) * STAGE_FLOATS;
+    sgemm::cp_async_tile<BM, BK, THREADS, AL>(As, t.A, t.row0, kt * BK);
+    sgemm::cp_async_tile<BK, BN, THREADS, BL>(As + A_FLOATS, t.B, kt * BK, t.col0);
+  };
 
-float acc[WM / 16][WN / 8][4] = {};
-for (int kt = 0; kt < k_tiles; ++kt) {
-  sgemm::cp_async_wait<STAGES - 2>();
-  // k-tile kt is visible to all threads, and all have finished k-tile kt - 1,
-  // whose buffer the next copy reuses.
-  __syncthreads();
-  if (kt + STAGES - 1 < k_tiles) start_loading(kt + STAGES - 1);
-  sgemm::cp_async_commit();
-  const float* As = smem + (kt % STAGES) * STAGE_FLOATS;
-  sgemm::warp_tile_mma<WM / 16, WN / 8, BK, AS_LD, BS_LD, SPLIT>(
-      acc, As, As + BM * AS_LD, wm0, wn0);
-}
-sgemm::store_warp_tile(t, acc, wm0, wn0);
+  // Prologue: the first STAGES - 1 k-tiles in flight. Every iteration commits
+  // one group (empty past the end) so that "wait until STAGES - 2 groups are
+  // pending" always means "the oldest k-tile has landed".
+  for (int kt = 0; kt < STAGES - 1; ++kt) {
+    if (kt < k_tiles) start_loading(kt);
+    sgemm::cp_async_commit();
+  }
+
+  float acc[WM / 16][WN / 8][4] = {};
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    sgemm::cp_async_wait<STAGES - 2>();
+    // k-tile kt is visible to all threads, and all have finished k-tile kt - 1,
+    // whose buffer the next copy reuses.
+    __syncthreads();
+    if (kt + STAGES - 1 < k_tiles) start_loading(kt + STAGES - 1);
+    sgemm::cp_async_commit();
+    const float* As = smem + (kt % STAGES) * STAGE_FLOATS;
+    sgemm::warp_tile_mma<WM / 16, WN / 8, BK, ATile, BTile, SPLIT>(
+        acc, As, As + A_FLOATS, wm0, wn0);
+  }
+  sgemm::store_warp_tile(t, acc, wm0, wn0);
+});

@@ -10,26 +10,32 @@
 //
 // Block: BM x BN = 128x128 outputs, 8 warps as 2 (rows) x 4 (columns), each warp
 // a WM x WN = 64x32 tile of 4x4 m16n8 products (sgemm::warp_tile_mma). K
-// advances BK = 16 at a time through shared memory, loaded through registers.
+// advances BK = 8 at a time through shared memory, loaded through registers.
 constexpr int WARPS_N = BN / WN;
 constexpr int THREADS = (BM / WM) * WARPS_N * 32;
 static_assert(THREADS == 256, "the spec launches 256 threads");
 
-constexpr int AS_LD = BK + 4, BS_LD = BN + 8;  // padding: conflict-free fragments
-__shared__ __align__(16) float As[BM * AS_LD];
-__shared__ __align__(16) float Bs[BK * BS_LD];
+// Row-major tiles whatever the operands' layouts (load_tile transposes on the
+// way in), padded so that fragment reads are conflict-free.
+using ATile = sgemm::SmemTile<sgemm::ROW_MAJOR, BM, BK>;
+using BTile = sgemm::SmemTile<sgemm::ROW_MAJOR, BK, BN>;
+__shared__ __align__(16) float As[ATile::FLOATS];
+__shared__ __align__(16) float Bs[BTile::FLOATS];
 
 const sgemm::Tile t = sgemm::locate_tile(
     BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
-const int tid = threadIdx.x, warp = tid / 32;
+const int warp = threadIdx.x / 32;
 const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
 
-float acc[WM / 16][WN / 8][4] = {};
-for (int k0 = 0; k0 < t.K; k0 += BK) {
-  sgemm::load_tile<BM, BK, AS_LD, THREADS>(As, t.A, t.row0, k0);
-  sgemm::load_tile<BK, BN, BS_LD, THREADS>(Bs, t.B, k0, t.col0);
-  __syncthreads();
-  sgemm::warp_tile_mma<WM / 16, WN / 8, BK, AS_LD, BS_LD, true>(acc, As, Bs, wm0, wn0);
-  __syncthreads();
-}
-sgemm::store_warp_tile(t, acc, wm0, wn0);
+sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) __attribute__((noinline)) {
+  constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
+  float acc[WM / 16][WN / 8][4] = {};
+  for (int k0 = 0; k0 < t.K; k0 += BK) {
+    sgemm::load_tile<BM, BK, ATile::LD, THREADS, AL>(As, t.A, t.row0, k0);
+    sgemm::load_tile<BK, BN, BTile::LD, THREADS, BL>(Bs, t.B, k0, t.col0);
+    __syncthreads();
+    sgemm::warp_tile_mma<WM / 16, WN / 8, BK, ATile, BTile, true>(acc, As, Bs, wm0, wn0);
+    __syncthreads();
+  }
+  sgemm::store_warp_tile(t, acc, wm0, wn0);
+});
