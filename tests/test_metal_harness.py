@@ -9,16 +9,15 @@ These tests fail, never skip, when it is missing: CI must run them.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from .metal_harness import driver
+from .metal_harness import checks, driver
+from .metal_harness.checks import operands, replace_once, variant
 from mlx_sgemm import signatures, sources, specs
 from mlx_sgemm.accuracy import relative_error
-from mlx_sgemm.problem import plan
 
 METAL_SPECS = specs.specs("metal")
 
@@ -33,50 +32,9 @@ SHAPES = [
     ((2, 1, 19, 37), (3, 37, 21)),
 ]
 
-# float32 accumulation lands near 1e-7 (see mlx_sgemm.accuracy); a bug near 1.
-TOLERANCE = 1e-6
-
-
-def operands(a_shape, b_shape, seed=0):
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal(a_shape).astype(np.float32)
-    b = rng.standard_normal(b_shape).astype(np.float32)
-    return a, b
-
 
 def check(spec, a_shape, b_shape, **kwargs):
-    a, b = operands(a_shape, b_shape)
-    c = driver.matmul(spec, a, b, **kwargs)
-    err = relative_error(c, a, b)
-    assert err < TOLERANCE, f"{spec.stage} {a_shape} @ {b_shape}: relative error {err:.3g}"
-
-
-@dataclasses.dataclass(frozen=True)
-class Variant(specs.KernelSpec):
-    """A registered spec with its body or header edited (for the mutation tests)."""
-
-    body: str = ""
-    header_text: str = ""
-
-    def source(self) -> str:
-        return self.body
-
-    def header(self) -> str:
-        return self.header_text
-
-
-def variant(spec, *, body=None, header=None) -> Variant:
-    fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(specs.KernelSpec)}
-    return Variant(
-        **fields,
-        body=spec.source() if body is None else body,
-        header_text=spec.header() if header is None else header,
-    )
-
-
-def replace_once(text: str, old: str, new: str) -> str:
-    assert text.count(old) == 1, f"expected one {old!r}"
-    return text.replace(old, new)
+    checks.check(spec, *operands(a_shape, b_shape), **kwargs)
 
 
 # ---- the kernels ------------------------------------------------------------------
@@ -114,8 +72,8 @@ def test_stage_under_other_schedules(spec):
 @pytest.mark.parametrize("spec", METAL_SPECS, ids=lambda s: s.stage)
 def test_harness_compiles_what_mlx_compiles(spec):
     """The unit clang compiles is MLX's source, line for line, but for the documented edits."""
-    p = plan((2, 1, 19, 37), (3, 37, 21))
-    infos = signatures.operand_infos(p.a_shape, p.b_shape, len(p.params(1, 1)))
+    _, inputs = driver.launch_inputs(spec, np.zeros((2, 1, 19, 37)), np.zeros((3, 37, 21)))
+    infos = driver.array_infos(inputs)
     prog = driver.program(spec, infos)
     assert prog.mlx_source == signatures.metal_source(spec, infos)
     unit = prog.unit.split('#line 1 "launcher"')[0].splitlines()[2:]
@@ -148,10 +106,9 @@ def raw_dispatch(body, grid, threadgroup, out_floats, *, a=None, **kwargs):
     a = np.arange(16, dtype=np.float32) if a is None else a
     b = np.ones(16, dtype=np.float32)
     params = np.zeros(8, dtype=np.int32)
-    infos = [signatures.ArrayInfo("float32", 1, x.size) for x in (a, b)]
-    infos.append(signatures.ArrayInfo("int32", 1, params.size))
-    prog = driver.program(spec, infos)
-    buffers = [driver.Buffer(n, x, x.nbytes) for n, x in zip("ab", (a, b))]
+    prog = driver.program(spec, driver.array_infos([a, b, params]))
+    # Bound as MLX binds them: a view in place, at its own strides.
+    buffers = [driver.strided_buffer(n, x)[0] for n, x in zip("ab", (a, b))]
     buffers.append(driver.Buffer("params", params, params.nbytes))
     buffers.append(driver.Buffer("c", None, out_floats * 4))
     assert prog.buffers == len(buffers)
@@ -252,18 +209,6 @@ def test_misbehaviour_is_reported(body, kind):
     assert err.value.kind == kind, str(err.value)
 
 
-# The undocumented intrinsics as seed 002 declares them (at namespace scope, so
-# in a header: MLX puts the body inside the kernel function).
-ASYNC_COPY_DECLARATIONS = """
-struct _simdgroup_event_t;
-thread _simdgroup_event_t* __metal_simdgroup_async_copy_2d(
-  ulong, ulong, threadgroup void *, ulong, ulong, ulong2,
-  const device void *, ulong, ulong, ulong2, long2, int)
-  __asm("air.simdgroup_async_copy_2d.p3i8.p1i8");
-void __metal_wait_simdgroup_events(int, thread _simdgroup_event_t**)
-  __asm("air.wait_simdgroup_events");
-"""
-
 ASYNC_COPY_BODY = """
 threadgroup float tile[6][8];
 if (simdgroup_index_in_threadgroup == 0) {
@@ -281,14 +226,16 @@ if (i < 48) c[i] = tile[i / 8][i % 8];
 """
 
 
-def async_copy(clamp_mode=0, wait=True, src_offset="1"):
+def async_copy(clamp_mode=0, wait=True, src_offset="1", stats=None):
     body = (
         ASYNC_COPY_BODY.replace("CLAMP_MODE", str(clamp_mode))
         .replace("SRC_OFFSET", src_offset)
         .replace("WAIT", "__metal_wait_simdgroup_events(1, events);" if wait else "")
     )
+    # The intrinsics as kernels/metal/sgemm.h declares them (seed 002's
+    # declarations, at namespace scope), for a stage that defines SGEMM_ASYNC_COPY.
     base = specs.spec("naive", "metal")
-    spec = variant(base, body=body, header=base.header() + ASYNC_COPY_DECLARATIONS)
+    spec = variant(base, body=body, header="#define SGEMM_ASYNC_COPY 1\n" + base.header())
     a = np.arange(40, dtype=np.float32)
     b, params = np.ones(16, dtype=np.float32), np.zeros(8, dtype=np.int32)
     infos = [signatures.ArrayInfo("float32", 1, 40), signatures.ArrayInfo("float32", 1, 16),
@@ -296,14 +243,16 @@ def async_copy(clamp_mode=0, wait=True, src_offset="1"):
     prog = driver.program(spec, infos)
     bufs = [driver.Buffer("a", a, a.nbytes), driver.Buffer("b", b, b.nbytes),
             driver.Buffer("params", params, params.nbytes), driver.Buffer("c", None, 48 * 4)]
-    (out,) = driver.dispatch(prog, bufs, (64, 1, 1), (64, 1, 1))
+    (out,) = driver.dispatch(prog, bufs, (64, 1, 1), (64, 1, 1), stats=stats)
     return np.frombuffer(out, dtype=np.float32).reshape(6, 8)
 
 
 def test_async_copy_clamps_to_zero():
     expected = np.zeros((6, 8), dtype=np.float32)
     expected[:4, :3] = np.arange(40, dtype=np.float32).reshape(8, 5)[:4, 1:4]
-    np.testing.assert_array_equal(async_copy(clamp_mode=0), expected)
+    stats = {}
+    np.testing.assert_array_equal(async_copy(clamp_mode=0, stats=stats), expected)
+    assert stats == {"async_copies": 1}  # one copy of one simdgroup, not one per lane
 
 
 def test_async_copy_clamps_to_edge():
@@ -320,6 +269,41 @@ def test_async_copy_with_lanes_disagreeing_is_reported():
     with pytest.raises(driver.KernelError) as err:
         async_copy(src_offset="thread_index_in_simdgroup % 2")
     assert err.value.kind == "nonuniform"
+
+
+def test_strided_buffer_binds_the_view_in_place():
+    """The kernel's pointer is element (0, 0); the buffer spans exactly the view."""
+    base = np.arange(40, dtype=np.float32).reshape(5, 8)
+    view = base[4:0:-2, 1:7:3]  # rows 4, 2; columns 1, 4
+    buf, strides = driver.strided_buffer("x", view)
+    assert strides == [-16, 3]
+    # Lowest element: (row 2, column 1), highest: (row 4, column 4).
+    assert buf.data.size == (4 * 8 + 4) - (2 * 8 + 1) + 1
+    assert buf.offset == 16 * 4
+    flat = buf.data
+    start = buf.offset // 4
+    for (i, j), v in np.ndenumerate(view):
+        assert flat[start + i * strides[0] + j * strides[1]] == v
+    assert np.isnan(flat).sum() == flat.size - view.size  # the gaps
+
+
+def test_strided_views_are_bound_in_place_with_guards():
+    """A row-major kernel body reading one element past a strided view: past
+    the last element faults; in the gap after row 0 it reads NaN."""
+    view = np.arange(40, dtype=np.float32).reshape(5, 8)[:3, :4]  # row stride 8
+    body = "c[0] = a[ROW * 8 + 4];"  # (ROW, 4): one past the end of row ROW
+    buf, strides = driver.strided_buffer("a", view)
+    assert strides == [8, 1] and buf.data.size == 2 * 8 + 4
+    for row, align_end in ((0, True), (0, False), (2, False)):
+        # Row 2: the buffer's slack after its end is canary-filled, also NaN.
+        out = raw_dispatch(body.replace("ROW", str(row)), (1, 1, 1), (1, 1, 1), 1, a=view,
+                           align_end=align_end)
+        assert np.isnan(out[0])
+    with pytest.raises(driver.KernelError) as err:
+        raw_dispatch(body.replace("ROW", "2"), (1, 1, 1), (1, 1, 1), 1, a=view)
+    assert err.value.kind == "out_of_bounds"
+    assert "past the end of buffer(0) a" in err.value.message
+
 
 
 # ---- mutations: the harness has teeth -------------------------------------------------
@@ -346,10 +330,11 @@ def test_missing_threadgroup_barrier_gives_wrong_results(spec, which):
     assert relative_error(c, a, b) > 1e-3, "a race went unnoticed"
 
 
-@pytest.mark.parametrize("spec", [s for s in METAL_SPECS if "sgemm::load_" in s.source()],
-                         ids=lambda s: s.stage)
+@pytest.mark.parametrize(
+    "spec", [s for s in METAL_SPECS if "sgemm::load_tile" in s.source() or "sgemm::copy_tile"
+             in s.source()], ids=lambda s: s.stage)
 def test_bounds_check_off_by_one_is_caught(spec):
-    """sgemm.h's load_or_zero accepting column `cols`: a read one past a row of B."""
+    """sgemm.h's Operand::at accepting column `cols`: a read one past a row of B."""
     header = replace_once(spec.header(), "(r < rows && c < cols) ?", "(r < rows && c <= cols) ?")
     mutant = variant(spec, header=header)
     a, b = operands((33, 17), (17, 65))
@@ -377,8 +362,8 @@ def test_unchecked_load_past_the_end_is_reported(align_end):
     spec = specs.spec("tile_16", "metal")
     body = replace_once(
         spec.source(),
-        "sgemm::load_or_zero(t.B, t.ldb, k0 + ty, col, t.K, t.N)",
-        "t.B[(k0 + ty) * t.ldb + col]",
+        "sgemm::load_tile<TILE>(Bs, t.B, k0, t.col0, tid, TILE * TILE);",
+        "Bs[ty][tx] = t.B(k0 + ty, col);",
     )
     mutant = variant(spec, body=body)
     a, b = operands((33, 17), (17, 65))
@@ -396,7 +381,7 @@ def test_unchecked_load_past_the_end_is_reported(align_end):
 
 def test_load_before_the_start_is_reported():
     spec = specs.spec("naive", "metal")
-    body = replace_once(spec.source(), "t.A[row * t.lda + k]", "t.A[row * t.lda + k - 1]")
+    body = replace_once(spec.source(), "t.A(row, k)", "t.A(row, k - 1)")
     with pytest.raises(driver.KernelError) as err:
         driver.matmul(variant(spec, body=body), *operands((33, 17), (17, 65)), align_end=False)
     assert err.value.kind == "out_of_bounds"

@@ -21,9 +21,10 @@ constexpr int TILE_N = TG * WPT;
 static_assert((TILE_M * TILE_K) % THREADS == 0 && (TILE_K * TILE_N) % THREADS == 0,
               "every thread loads the same number of tile elements");
 
-// +1 column: the rows a simdgroup reads at once start in different banks.
+// +1 column: the rows a simdgroup reads at once start in different banks (and
+// so do the rows it writes at once when it copies a column-major operand).
 threadgroup float As[TILE_M][TILE_K + 1];
-threadgroup float Bs[TILE_K][TILE_N];
+threadgroup float Bs[TILE_K][TILE_N + 1];
 
 const auto t = sgemm::locate_tile(
     TILE_M, TILE_N, threadgroup_position_in_grid.x, params,
@@ -40,8 +41,8 @@ for (int i = 0; i < WPT; ++i) {
 }
 
 for (int k0 = 0; k0 < t.K; k0 += TILE_K) {
-  sgemm::load_tile<TILE_K>(As, t.A, t.lda, t.row0, k0, t.M, t.K, tid, THREADS);
-  sgemm::load_tile<TILE_N>(Bs, t.B, t.ldb, k0, t.col0, t.K, t.N, tid, THREADS);
+  sgemm::load_tile<TILE_K>(As, t.A, t.row0, k0, tid, THREADS);
+  sgemm::load_tile<TILE_N>(Bs, t.B, k0, t.col0, tid, THREADS);
   threadgroup_barrier(mem_flags::mem_threadgroup);  // the tiles are complete
 
 #pragma clang loop unroll(full)

@@ -77,6 +77,7 @@ thread _simdgroup_event_t* __metal_simdgroup_async_copy_2d(
     _simdgroup_event_t* event =
         static_cast<_simdgroup_event_t*>(mh_simdgroup_scratch(sizeof(_simdgroup_event_t)));
     *event = mine.request;
+    mh_count_async_copy();
     // Until the wait, the destination holds nothing usable.
     for (ulong r = 0; r < event->dst_rows; ++r)
       __builtin_memset((char*)(event->dst + r * dst_epr * elem_size), 0xff,

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from mlx_sgemm import signatures
-from mlx_sgemm.problem import plan
+from mlx_sgemm.problem import Plan, plan
 from mlx_sgemm.specs import KernelSpec
 
 HERE = Path(__file__).resolve().parent
@@ -290,9 +290,11 @@ class Buffer:
     name: str
     data: np.ndarray | None  # None for an output
     nbytes: int
+    offset: int = 0  # bytes from the buffer's start to where the kernel's pointer points
 
 
 _ERROR = re.compile(r"^METAL_HARNESS_ERROR (?P<kind>\w+) line=(?P<line>\d+): (?P<msg>.*)$", re.M)
+_STATS = re.compile(r"^METAL_HARNESS_STATS (?P<stats>.*)$", re.M)
 
 
 def dispatch(
@@ -303,11 +305,14 @@ def dispatch(
     *,
     seed: int = 0,
     align_end: bool = True,
+    stats: dict[str, int] | None = None,
 ) -> list[bytes]:
     """Run one dispatchThreads of ``prog``; returns the output buffers' bytes.
 
     ``align_end`` puts each buffer's end against a guard page (catching reads and
-    writes past the end at once); False puts the start there instead.
+    writes past the end at once); False puts the start there instead. ``stats``,
+    if given, receives the runner's counts (``async_copies``: simdgroup async
+    copies issued).
     """
     if len(buffers) != prog.buffers:
         raise HarnessError(f"{prog.name} binds {prog.buffers} buffers, got {len(buffers)}")
@@ -315,11 +320,11 @@ def dispatch(
     with tempfile.TemporaryDirectory(dir=build_dir()) as tmp:
         job, out = Path(tmp) / "job", Path(tmp) / "out"
         with open(job, "wb") as f:
-            f.write(b"MHJOB001")
+            f.write(b"MHJOB002")
             f.write(struct.pack("<9Q", *grid, *threadgroup, seed, int(align_end), len(buffers)))
             for b in buffers:
                 f.write(b.name.encode()[:31].ljust(32, b"\0"))
-                f.write(struct.pack("<2Q", b.data is None, b.nbytes))
+                f.write(struct.pack("<3Q", b.data is None, b.nbytes, b.offset))
                 if b.data is not None:
                     f.write(np.ascontiguousarray(b.data).tobytes())
         try:
@@ -338,6 +343,13 @@ def dispatch(
                 "crash", 0, f"runner exited with status {proc.returncode}: {proc.stderr[-2000:]}"
             )
         data = out.read_bytes()
+    if stats is not None:
+        m = _STATS.search(proc.stderr)
+        if not m:
+            raise HarnessError(f"the runner reported no statistics: {proc.stderr[-2000:]}")
+        for item in m["stats"].split():
+            key, value = item.split("=")
+            stats[key] = int(value)
     outputs, offset = [], 0
     for b in buffers:
         if b.data is None:
@@ -346,40 +358,97 @@ def dispatch(
     return outputs
 
 
-def _strides(shape: tuple[int, ...]) -> list[int]:
-    strides, step = [], 1
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= extent
-    return strides[::-1]
+def strided_buffer(name: str, view: np.ndarray) -> tuple[Buffer, list[int]]:
+    """The buffer MLX binds for an array of any strides, and the strides it passes.
+
+    MLX binds the array's buffer at the array's own offset, so the kernel's
+    pointer is element (0, ..., 0), and passes ``<name>_strides`` in elements:
+    a transposed view, a slice (negative steps too) or a broadcast (stride 0)
+    arrives as it is. Here the buffer holds exactly the span of memory the view
+    can address, from its lowest to its highest element, so the guard pages sit
+    against the first (``align_end=False``) or last element: a read of anything
+    the view does not contain either faults or, in the gaps between a slice's
+    rows, reads NaN (what lies there is not the kernel's to read).
+    """
+    view = np.asarray(view)
+    item = view.itemsize
+    if any(st % item for st in view.strides):
+        raise HarnessError(f"{name}: strides {view.strides} are not whole elements")
+    strides = [st // item for st in view.strides]
+    lo = sum(st * (n - 1) for st, n in zip(strides, view.shape) if st < 0)
+    hi = sum(st * (n - 1) for st, n in zip(strides, view.shape) if st > 0)
+    gap = np.nan if view.dtype.kind == "f" else -1
+    flat = np.full(hi - lo + 1, gap, dtype=view.dtype)
+    np.lib.stride_tricks.as_strided(flat[-lo:], view.shape, view.strides)[...] = view
+    return Buffer(name, flat, flat.nbytes, offset=-lo * item), strides
 
 
-def matmul(
-    spec: KernelSpec, a: np.ndarray, b: np.ndarray, *, seed: int = 0, align_end: bool = True
-) -> np.ndarray:
-    """``a @ b`` with a Metal kernel on the CPU, launched as ``mlx_sgemm.ops.launch`` does."""
+def launch_inputs(
+    spec: KernelSpec, a: np.ndarray, b: np.ndarray, *, c: np.ndarray | None = None,
+    alpha: float = 1.0, beta: float = 0.0,
+) -> tuple[Plan, list[np.ndarray]]:
+    """The plan of ``a @ b`` and the kernel's inputs, in ``spec.input_names`` order.
+
+    ``a`` and ``b`` keep their strides (NumPy views stay views, as MLX passes
+    arrays to kernels that take any layout). A spec whose inputs include
+    ``c_in`` and ``scalars`` computes ``alpha * a @ b + beta * c``; ``c`` (zeros
+    if None) is broadcast to the result's shape and made row-contiguous, as the
+    Python side does.
+    """
+    a = np.asarray(a, dtype=np.float32)
+    b = np.asarray(b, dtype=np.float32)
     p = plan(a.shape, b.shape)
     if p.empty:
         raise HarnessError("an empty product launches no kernel")
-    a = np.ascontiguousarray(a, dtype=np.float32).reshape(p.a_shape)
-    b = np.ascontiguousarray(b, dtype=np.float32).reshape(p.b_shape)
-    params = np.asarray(p.params(spec.block_m, spec.block_n), dtype=np.int32)
-    inputs = [a, b, params]
-    infos = signatures.operand_infos(p.a_shape, p.b_shape, params.size)
-    prog = program(spec, infos)
+    # A view where NumPy can make one (merging batch dims of a strided view may
+    # need a copy, as it does in MLX).
+    arrays = {
+        "a": a.reshape(p.a_shape),
+        "b": b.reshape(p.b_shape),
+        "params": np.asarray(p.params(spec.block_m, spec.block_n), dtype=np.int32),
+    }
+    if "c_in" in spec.input_names:
+        c_full = np.zeros(p.out_shape, np.float32) if c is None else np.broadcast_to(
+            np.asarray(c, dtype=np.float32), p.out_shape)
+        arrays["c_in"] = np.ascontiguousarray(c_full).reshape(p.kernel_out_shape())
+        arrays["scalars"] = np.asarray([alpha, beta], dtype=np.float32)
+    elif c is not None or alpha != 1.0 or beta != 0.0:
+        raise HarnessError(f"{spec.stage} computes a @ b only: no c, alpha or beta")
+    return p, [arrays[name] for name in spec.input_names]
+
+
+def array_infos(inputs: list[np.ndarray]) -> list[signatures.ArrayInfo]:
+    """What MLX's signature depends on (dtype, rank, logical size) for each input."""
+    return [signatures.ArrayInfo(str(x.dtype), x.ndim, x.size) for x in inputs]
+
+
+def matmul(
+    spec: KernelSpec, a: np.ndarray, b: np.ndarray, *, c: np.ndarray | None = None,
+    alpha: float = 1.0, beta: float = 0.0, seed: int = 0, align_end: bool = True,
+    stats: dict[str, int] | None = None,
+) -> np.ndarray:
+    """``a @ b`` with a Metal kernel on the CPU, launched as ``mlx_sgemm.ops.launch`` does.
+
+    Operands of any strides are bound as MLX binds them (see
+    :func:`strided_buffer`); ``c``, ``alpha``, ``beta``: see
+    :func:`launch_inputs`; ``stats``: see :func:`dispatch`.
+    """
+    p, inputs = launch_inputs(spec, a, b, c=c, alpha=alpha, beta=beta)
+    prog = program(spec, array_infos(inputs))
     # The binding order of CustomKernel::eval_gpu: each input, then its shape,
     # strides and ndim where the body names them; then the outputs.
     buffers = []
     for name, arr, (has_shape, has_strides, has_ndim) in zip(
         spec.input_names, inputs, signatures.shape_infos(spec)
     ):
-        buffers.append(Buffer(name, arr, arr.nbytes))
+        buf, strides = strided_buffer(name, arr)
+        buffers.append(buf)
         if arr.ndim > 0:
             if has_shape:
                 s = np.asarray(arr.shape, dtype=np.int32)
                 buffers.append(Buffer(f"{name}_shape", s, s.nbytes))
             if has_strides:
-                s = np.asarray(_strides(arr.shape), dtype=np.int64)
+                s = np.asarray(strides, dtype=np.int64)
                 buffers.append(Buffer(f"{name}_strides", s, s.nbytes))
             if has_ndim:
                 s = np.asarray(arr.ndim, dtype=np.int32)
@@ -387,12 +456,13 @@ def matmul(
     out_shape = p.kernel_out_shape()
     for name in spec.output_names:
         buffers.append(Buffer(name, None, int(np.prod(out_shape)) * 4))
-    (c,) = dispatch(
+    (out,) = dispatch(
         prog,
         buffers,
         p.grid(spec.block_m, spec.block_n, spec.threadgroup),
         spec.threadgroup,
         seed=seed,
         align_end=align_end,
+        stats=stats,
     )
-    return np.frombuffer(c, dtype=np.float32).reshape(p.out_shape)
+    return np.frombuffer(out, dtype=np.float32).reshape(p.out_shape)

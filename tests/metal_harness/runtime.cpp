@@ -5,9 +5,13 @@
 //
 // JOB (written by driver.py) gives the grid and threadgroup size in threads,
 // a seed, which end of each buffer to put against a guard page, and the
-// buffers in Metal's binding order; OUT receives the output buffers. Errors
-// are printed as one line "METAL_HARNESS_ERROR <kind> line=<n>: <message>" on
-// stderr, and the runner exits with status 3.
+// buffers in Metal's binding order, each with the offset at which the kernel's
+// pointer into it points (MLX binds an array at its own offset into its
+// buffer; with negative strides that is not the buffer's start); OUT receives
+// the output buffers. Errors are printed as one line
+// "METAL_HARNESS_ERROR <kind> line=<n>: <message>" on stderr, and the runner
+// exits with status 3. A run that succeeds ends stderr with one line
+// "METAL_HARNESS_STATS <name>=<count> ..." (simdgroup async copies issued).
 //
 // Semantics modelled:
 //   * dispatchThreads: threadgroups of the given size tile the grid; the last
@@ -164,6 +168,7 @@ ucontext_t g_scheduler;
 uint64_t g_generation = 0;  // numbers threadgroups, for threadgroup memory
 size_t g_threadgroup_bytes = 0;
 uint64_t g_rng = 0;
+uint64_t g_async_copies = 0;
 const char* g_phase = "setup";
 
 uint64_t next_random() {  // xorshift64*
@@ -590,6 +595,8 @@ extern "C" void* mh_simdgroup_scratch(size_t size) {
   return p;
 }
 
+extern "C" void mh_count_async_copy(void) { ++g_async_copies; }
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: %s JOB OUT\n", argv[0]);
@@ -603,7 +610,7 @@ int main(int argc, char** argv) {
   }
   char magic[8];
   read_exact(job, magic, 8);
-  if (memcmp(magic, "MHJOB001", 8) != 0) {
+  if (memcmp(magic, "MHJOB002", 8) != 0) {
     fprintf(stderr, "METAL_HARNESS_ERROR internal line=0: not a job file\n");
     return 3;
   }
@@ -627,6 +634,12 @@ int main(int argc, char** argv) {
     read_exact(job, name, 32);
     is_output[i] = read_u64(job) != 0;
     const size_t size = size_t(read_u64(job));
+    const size_t offset = size_t(read_u64(job));  // where in the buffer the kernel's pointer points
+    if (offset != 0 && offset >= size) {
+      fprintf(stderr, "METAL_HARNESS_ERROR internal line=0: offset %zu outside buffer %d\n",
+              offset, i);
+      return 3;
+    }
     char label[64];
     snprintf(label, sizeof label, "buffer(%d) %s", i, name);
     Region* r = new_region(label, size, align_end != 0);
@@ -637,7 +650,7 @@ int main(int argc, char** argv) {
       mprotect(accessible_begin(*r), size_t(accessible_end(*r) - accessible_begin(*r)), PROT_READ);
       r->read_only = true;
     }
-    buffers[i] = r->data;
+    buffers[i] = r->data + offset;
     regions[i] = r;
   }
   fclose(job);
@@ -696,5 +709,7 @@ int main(int argc, char** argv) {
     if (is_output[i]) fwrite(regions[i]->data, 1, regions[i]->size, out);
   }
   fclose(out);
+  fprintf(stderr, "METAL_HARNESS_STATS async_copies=%llu\n",
+          static_cast<unsigned long long>(g_async_copies));
   return 0;
 }

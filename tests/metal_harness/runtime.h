@@ -84,6 +84,10 @@ void* mh_threadgroup_alloc(struct mh_tg_slot* slot, size_t size, unsigned line);
 // until the threadgroup ends. Returns `size` zeroed bytes.
 void* mh_simdgroup_scratch(size_t size);
 
+// Count one simdgroup_async_copy issued (reported after the run, so a test can
+// tell which copy path a kernel took).
+void mh_count_async_copy(void);
+
 #ifdef __cplusplus
 }
 #endif
