@@ -26,14 +26,19 @@ from mlx_sgemm import accuracy, bench, device, ops, specs, timing
 
 def parse_variant(text: str) -> tuple[str, specs.KernelSpec]:
     stage, _, changes = text.partition(":")
+    defines = tuple(
+        (c[2:].partition("=")[0], int(c.partition("=")[2]))
+        for c in changes.split(",") if c.startswith("D_")
+    )  # D_NAME=1: a macro ahead of the header, for experiments
+    changes = ",".join(c for c in changes.split(",") if not c.startswith("D_"))
     if stage == "tile_async" and device.backend() == device.CUDA:
         # Its shared memory follows from the template: rebuild it from the builder.
         kwargs = {}
         for change in filter(None, changes.split(",")):
             key, _, value = change.partition("=")
             kwargs[key] = int(value)
-        return text, specs.cuda_pipelined(**kwargs)
-    spec = specs.spec(stage, device.backend())
+        return text, dataclasses.replace(specs.cuda_pipelined(**kwargs), defines=defines)
+    spec = dataclasses.replace(specs.spec(stage, device.backend()), defines=defines)
     template = dict(spec.template)
     fields = {}
     for change in filter(None, changes.split(",")):

@@ -2,7 +2,7 @@
 
 The choice follows measurements on an H200 (benchmarks/NOTES.md): for
 float32-accurate products the FMA kernel with register tiling (tile_threads,
-~34 TFLOP/s at 8192^3) beats our 3xTF32 tensor-core pipeline (~23 TFLOP/s), so
+~31 TFLOP/s at 8192^3) beats our 3xTF32 tensor-core pipeline (~19 TFLOP/s), so
 it is the float32 choice on CUDA; TF32 runs the cp.async pipeline in its
 single-pass mode. On Metal the pipelined simdgroup-matrix kernel is the float32
 choice once it exists, else tile_simdgroup.
@@ -17,8 +17,8 @@ from .problem import Plan
 
 PRECISIONS = ("float32", "tf32")
 
-# CUDA TF32: BK 32, 3 stages, 2 blocks per SM: 94 TFLOP/s at 8192^3 on an H200.
-_CUDA_TF32 = specs.cuda_pipelined("matmul_tf32", SPLIT=False, BK=32, STAGES=3, min_blocks=2)
+# CUDA TF32: BK 32, 3 stages: 54.5 TFLOP/s at 8192^3 on an H200 (benchmarks/NOTES.md).
+_CUDA_TF32 = specs.cuda_pipelined("matmul_tf32", SPLIT=False, BK=32, STAGES=3)
 
 
 def check_precision(precision: str, backend: str) -> None:

@@ -80,6 +80,11 @@ struct Operand {
   }
 };
 
+// How a stage declares its per-layout main loop (a lambda, see with_layouts):
+// not inlined. Inlined, the four layout instances share one register
+// allocation and ptxas spills heavily; as separate functions each gets its own.
+#define SGEMM_MAIN_LOOP __attribute__((noinline))
+
 template <Layout L>
 struct LayoutTag {
   static constexpr Layout value = L;
@@ -88,6 +93,9 @@ struct LayoutTag {
 // Run f(LayoutTag<layout of x>{}, LayoutTag<layout of y>{}): the kernel's main
 // loop is compiled once per layout pair, each instance with just the loads its
 // layouts need (one generic instance would need the registers of all of them).
+// The price, measured on an H200 (benchmarks/NOTES.md): the out-of-line main
+// loop reads the captured tile through memory, which costs the light TF32 loop
+// half its speed; a row-major-only inlined loop would run it 2x faster.
 template <typename F>
 __device__ inline void with_layouts(const Operand& x, const Operand& y, F&& f) {
   const bool x_col = x.layout() == COL_MAJOR, y_col = y.layout() == COL_MAJOR;

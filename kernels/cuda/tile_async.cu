@@ -30,7 +30,7 @@ const int warp = threadIdx.x / 32;
 const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
 const int k_tiles = (t.K + BK - 1) / BK;
 
-sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) __attribute__((noinline)) {
+sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP {
   constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
   using ATile = sgemm::SmemTile<AL, BM, BK>;
   using BTile = sgemm::SmemTile<BL, BK, BN>;

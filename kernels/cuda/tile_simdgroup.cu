@@ -27,7 +27,7 @@ const sgemm::Tile t = sgemm::locate_tile(
 const int warp = threadIdx.x / 32;
 const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
 
-sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) __attribute__((noinline)) {
+sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP {
   constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
   float acc[WM / 16][WN / 8][4] = {};
   for (int k0 = 0; k0 < t.K; k0 += BK) {

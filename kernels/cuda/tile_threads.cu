@@ -18,10 +18,11 @@ constexpr int THREADS = (BM / TM) * (BN / TN);
 constexpr int HALF_M = BM / 2, HALF_N = BN / 2;
 
 // Both tiles are k-major: As[k][m] (A transposed) and Bs[k][n], so a thread's 4
-// consecutive rows or columns are one float4. +4 floats of padding per row of As
-// spreads the transposing stores over the banks.
+// consecutive rows or columns are one float4. +4 floats of padding per row
+// spreads the transposing stores (A row-major, or B a transposed view) over the
+// banks.
 __shared__ __align__(16) float As[BK][BM + 4];
-__shared__ __align__(16) float Bs[BK][BN];
+__shared__ __align__(16) float Bs[BK][BN + 4];
 
 const sgemm::Tile t = sgemm::locate_tile(
     BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
@@ -29,12 +30,12 @@ const int ty = threadIdx.x / (BN / TN), tx = threadIdx.x % (BN / TN);
 
 // As is the K x M view of A: its layout decides how A's tile is read (16 bytes
 // down the K x M view's columns for a row-major A, along its rows for A.T).
-sgemm::with_layouts(t.A.transposed(), t.B, [&](auto a_layout, auto b_layout) __attribute__((noinline)) {
+sgemm::with_layouts(t.A.transposed(), t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP {
   constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
   float acc[TM][TN] = {};
   for (int k0 = 0; k0 < t.K; k0 += BK) {
     sgemm::load_tile<BK, BM, BM + 4, THREADS, AL>(&As[0][0], t.A.transposed(), k0, t.row0);
-    sgemm::load_tile<BK, BN, BN, THREADS, BL>(&Bs[0][0], t.B, k0, t.col0);
+    sgemm::load_tile<BK, BN, BN + 4, THREADS, BL>(&Bs[0][0], t.B, k0, t.col0);
     __syncthreads();
 
 #pragma unroll
