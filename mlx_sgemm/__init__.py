@@ -7,6 +7,7 @@
 from . import nn
 from .device import backend
 from .ops import (
+    gemm,
     matmul,
     naive,
     poisoned_outputs,
@@ -21,6 +22,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "backend",
+    "gemm",
     "matmul",
     "naive",
     "nn",

@@ -37,8 +37,12 @@ def poisoned_outputs():
         _poison = previous
 
 
-def launch(spec: specs.KernelSpec, a: mx.array, b: mx.array, stream=None) -> mx.array:
-    """Run one kernel on validated float32 operands; the result has matmul's shape."""
+def launch(spec: specs.KernelSpec, a: mx.array, b: mx.array, stream=None, **extra) -> mx.array:
+    """Run one kernel on validated float32 operands; the result has matmul's shape.
+
+    ``extra`` holds any inputs beyond a, b and params that the spec names
+    (``c_in`` and ``scalars`` for the fused gemm).
+    """
     p = plan(a.shape, b.shape)
     if p.empty:
         return mx.zeros(p.out_shape, dtype=mx.float32, stream=stream)
@@ -48,9 +52,12 @@ def launch(spec: specs.KernelSpec, a: mx.array, b: mx.array, stream=None) -> mx.
         a = a.reshape(p.a_shape, stream=stream)
     if b.shape != p.b_shape:
         b = b.reshape(p.b_shape, stream=stream)
-    params = mx.array(p.params(spec.block_m, spec.block_n), dtype=mx.int32)
+    named = dict(extra, a=a, b=b, params=mx.array(p.params(spec.block_m, spec.block_n), dtype=mx.int32))
+    if "c_in" in named:  # the kernel reads it as a row-contiguous output-shaped array
+        c_in = mx.broadcast_to(named["c_in"], p.kernel_out_shape(), stream=stream)
+        named["c_in"] = mx.contiguous(c_in, stream=stream)
     (c,) = registry.kernel(spec)(
-        inputs=[a, b, params],
+        inputs=[named[name] for name in spec.input_names],
         output_shapes=[p.kernel_out_shape()],
         output_dtypes=[mx.float32],
         grid=p.grid(spec.block_m, spec.block_n, spec.threadgroup),
@@ -63,10 +70,10 @@ def launch(spec: specs.KernelSpec, a: mx.array, b: mx.array, stream=None) -> mx.
 
 
 def _sum_to(x: mx.array, shape: tuple[int, ...], stream) -> mx.array:
-    """Sum a broadcast gradient back to an operand's shape (2-D or more)."""
+    """Sum a broadcast result (a gradient) back to the shape it was broadcast from."""
     lead = x.ndim - len(shape)
     axes = list(range(lead))
-    axes += [lead + i for i, n in enumerate(shape[:-2]) if n == 1 and x.shape[lead + i] != 1]
+    axes += [lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1]
     if axes:
         x = mx.sum(x, axis=axes, keepdims=True, stream=stream)
     return x.reshape(shape, stream=stream) if x.shape != shape else x
@@ -181,3 +188,57 @@ def matmul(a: mx.array, b: mx.array, *, precision: str = "float32", stream=None)
     """
     adaptive.check_precision(precision, device.backend(stream))
     return _run(adaptive.chooser(precision), a, b, stream)
+
+
+def gemm(
+    a: mx.array, b: mx.array, c: mx.array | None = None, *,
+    alpha: float = 1.0, beta: float = 0.0, precision: str = "float32", stream=None,
+) -> mx.array:
+    """BLAS's GEMM: ``alpha * (a @ b) + beta * c``.
+
+    ``c`` must broadcast to the product's shape (it may be omitted when beta is
+    0). On Metal the scaling and the addition of ``c`` happen in the kernel's
+    store (seed 002's interface, kernels/metal/tile_async.metal); elsewhere they
+    are MLX element-wise ops after :func:`matmul`. Differentiable in a, b and c.
+    """
+    check_operand(a, "a")
+    check_operand(b, "b")
+    p = plan(a.shape, b.shape)
+    if c is None:
+        if beta != 0:
+            raise ValueError("c is required when beta is not 0")
+        c = mx.zeros(p.out_shape, dtype=mx.float32, stream=stream)
+    if not isinstance(c, mx.array) or c.dtype != mx.float32:
+        raise TypeError(f"c must be an mlx.core.array of dtype float32, got {getattr(c, 'dtype', type(c).__name__)}")
+    try:
+        fits = mx.broadcast_shapes(c.shape, p.out_shape) == p.out_shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"c {c.shape} does not broadcast to the shape of a @ b, {p.out_shape}")
+    adaptive.check_precision(precision, device.backend(stream))
+    if device.backend(stream) == device.METAL and p.out_shape and not p.empty:
+        return _fused_gemm(float(alpha), float(beta), stream)(a, b, c)
+    return alpha * matmul(a, b, precision=precision, stream=stream) + beta * c
+
+
+@functools.cache
+def _fused_gemm(alpha: float, beta: float, stream):
+    """The Metal kernel that scales and adds c in its store, with gradients."""
+
+    def forward(a, b, c):
+        a, b, c = (mx.stop_gradient(x) for x in (a, b, c))  # see _differentiable
+        scalars = mx.array([alpha, beta], dtype=mx.float32)
+        return launch(specs.spec("gemm", device.METAL), a, b, stream, c_in=c, scalars=scalars)
+
+    fused = mx.custom_function(forward)
+
+    @fused.vjp
+    def vjp(primals, cotangent, output):
+        a, b, c = primals
+        product = _differentiable(adaptive.chooser("float32"), device.METAL, stream)
+        da, db = _matmul_vjp(product, a, b, alpha * cotangent, stream)
+        return da, db, _sum_to(beta * cotangent, c.shape, stream)
+
+    return fused
+

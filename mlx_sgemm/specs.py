@@ -14,7 +14,7 @@ entry; the grid enumerates those tiles on its x axis.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from . import sources
 

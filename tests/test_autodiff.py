@@ -139,3 +139,24 @@ def test_compiled_training_step():
     compiled = mx.compile(lambda a, b: mlx_sgemm.tile_simdgroup(a, b) * 2)
     a, b = accuracy.random_operands((9, 8), (8, 7))
     close(compiled(a, b), 2 * (a @ b))
+
+
+@pytest.mark.parametrize("shape_c", [(5,), (3, 1), (3, 5), ()])
+def test_gemm_alpha_beta_and_gradients(shape_c):
+    a, b = accuracy.random_operands((3, 4), (4, 5))
+    c = mx.random.normal(shape_c)
+    close(mlx_sgemm.gemm(a, b, c, alpha=2.0, beta=-0.5), 2 * (a @ b) - 0.5 * c)
+    grads = mx.grad(lambda a, b, c: mx.sum(mlx_sgemm.gemm(a, b, c, alpha=2.0, beta=3.0) ** 2), argnums=(0, 1, 2))(a, b, c)
+    ref = mx.grad(lambda a, b, c: mx.sum((2 * (a @ b) + 3 * c) ** 2), argnums=(0, 1, 2))(a, b, c)
+    for g, r in zip(grads, ref):
+        close(g, r)
+
+
+def test_gemm_errors_name_c():
+    a, b = accuracy.random_operands((3, 4), (4, 5))
+    with pytest.raises(ValueError, match=r"c \(4,\) does not broadcast"):
+        mlx_sgemm.gemm(a, b, mx.ones((4,)), beta=1.0)
+    with pytest.raises(ValueError, match="c is required"):
+        mlx_sgemm.gemm(a, b, beta=1.0)
+    with pytest.raises(TypeError, match="c must be"):
+        mlx_sgemm.gemm(a, b, mx.ones((5,), dtype=mx.float16), beta=1.0)
