@@ -1,9 +1,24 @@
-"""The side-by-side benchmark: every stage and ``mx.matmul`` on one problem size."""
+"""The side-by-side benchmark: every kernel next to ``mx.matmul``, over sizes.
+
+Each measurement is one kernel on one (M, N, K): the median time of repeated
+runs after warm-up (:mod:`mlx_sgemm.timing`), GFLOP/s, the ratio to
+``mx.matmul`` at the same precision, measured in the same process, and (on the
+smaller sizes) the error against float64.
+
+On CUDA, ``mx.matmul``'s precision is fixed per process by MLX_ENABLE_TF32. The
+benchmark runs with TF32 off (cuBLAS SGEMM: the float32 baseline) and times the
+TF32 baseline (cuBLAS's default) in a child process with it on.
+"""
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
-from dataclasses import dataclass
+import platform
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
@@ -11,72 +26,163 @@ import mlx.core as mx
 
 from . import accuracy, device, ops, peaks, timing
 
-# Rows of C checked against float64 at large sizes: the error estimate of a random
-# sample of rows costs a sliver of the full float64 product.
+# Rows of C checked against float64: a random sample's error estimates the
+# whole matrix's at a sliver of the cost of a float64 product.
 ERROR_SAMPLE_ROWS = 256
+# Largest M*N*K whose error is measured ("the smaller sizes").
+ERROR_MAX_WORK = 2048**3
+
+KERNELS = ("naive", "tile_16", "tile_32", "tile_threads", "tile_simdgroup", "tile_async", "matmul")
+PRECISIONS = ("float32", "tf32")
+BASELINE = "mx.matmul"
 
 
 @dataclass
-class Row:
+class Measurement:
+    device: str
+    mlx_version: str
+    date: str
+    backend: str
     kernel: str
+    precision: str
+    M: int
+    N: int
+    K: int
     seconds: float
     gflops: float
     pct_peak: float | None
-    x_matmul: float
-    error: float
+    x_matmul: float | None  # our speed over mx.matmul's at the same precision
+    error: float | None  # ||C - ref||_F / || |A||B| ||_F, ref in float64
+
+    @classmethod
+    def columns(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
 
 
 def device_name() -> str:
     try:
         return str(mx.device_info().get("device_name", "unknown GPU"))
-    except Exception:  # noqa: BLE001 - older MLX builds have no device_info
+    except Exception:  # noqa: BLE001 - builds without device_info
         return "unknown GPU"
 
 
-def baseline_label() -> str:
-    """mx.matmul on CUDA uses TF32 unless MLX_ENABLE_TF32=0 (read once per process)."""
-    if device.backend() == device.CUDA:
-        tf32 = os.environ.get("MLX_ENABLE_TF32", "1") not in ("0", "false", "False")
-        return "mx.matmul (TF32)" if tf32 else "mx.matmul (FP32)"
-    return "mx.matmul"
+def apple_gpu_cores() -> int | None:
+    """GPU core count on macOS (MLX does not report it), else None."""
+    if platform.system() != "Darwin":
+        return None
+    try:
+        out = subprocess.run(["system_profiler", "SPDisplaysDataType"],
+                             capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in out.splitlines():
+        if "Total Number of Cores" in line:
+            return int(line.split(":")[1])
+    return None
+
+
+def device_peak(peak_gflops=None, bandwidth=None) -> peaks.DevicePeak:
+    found = peaks.lookup(device_name(), apple_gpu_cores())
+    return peaks.DevicePeak(
+        peak_gflops or found.fp32_gflops, bandwidth or found.bandwidth_gbs,
+        "command line" if peak_gflops or bandwidth else found.source,
+    )
 
 
 def sampled_error(c: mx.array, a: mx.array, b: mx.array, seed: int = 0) -> float:
-    rows = np.random.default_rng(seed).choice(a.shape[0], min(a.shape[0], ERROR_SAMPLE_ROWS), replace=False)
-    rows = np.sort(rows)
-    c_np, a_np = np.array(c)[rows], np.array(a)[rows]
-    return accuracy.relative_error(c_np, a_np, np.array(b))
+    m = a.shape[0]
+    rows = np.sort(np.random.default_rng(seed).choice(m, min(m, ERROR_SAMPLE_ROWS), replace=False))
+    idx = mx.array(rows)
+    return accuracy.relative_error(np.array(c[idx]), np.array(a[idx]), np.array(b))
 
 
-def run(size: int, kernels: list[str], repeats: int = 20) -> tuple[str, list[Row]]:
-    """Time ``kernels`` and mx.matmul on size x size x size; returns (device, rows)."""
-    a, b = accuracy.random_operands((size, size), (size, size))
-    mx.eval(a, b)
-    peak = peaks.fp32_peak_gflops(device_name())
-    candidates = [(baseline_label(), mx.matmul)]
-    candidates += [(name, ops.STAGE_OPS[name]) for name in kernels]
-    timed = []
-    for label, fn in candidates:
-        seconds = timing.median_seconds(lambda: fn(a, b), repeats=repeats)
-        timed.append((label, seconds, sampled_error(fn(a, b), a, b)))
-    base_seconds = timed[0][1]
-    rows = []
-    for label, seconds, error in timed:
-        rate = timing.gflops(size, size, size, seconds)
-        rows.append(
-            Row(label, seconds, rate, 100 * rate / peak if peak else None, base_seconds / seconds, error)
-        )
-    return device_name(), rows
+def kernel_function(kernel: str, precision: str):
+    if kernel == BASELINE:
+        return mx.matmul
+    if kernel == "matmul":
+        return lambda a, b: ops.matmul(a, b, precision=precision)
+    return ops.STAGE_OPS[kernel]
 
 
-def format_table(rows: list[Row]) -> str:
-    lines = [
-        "| kernel | GFLOP/s | % of FP32 peak | x mx.matmul | rel. error vs float64 |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        pct = f"{r.pct_peak:.1f}%" if r.pct_peak is not None else "peak unknown"
-        lines.append(
-            f"| `{r.kernel}` | {r.gflops:,.0f} | {pct} | {r.x_matmul:.2f} | {r.error:.2e} |"
-        )
-    return "\n".join(lines)
+def _time_one(fn, a, b, repeats: int, error: bool):
+    seconds = timing.median_seconds(lambda: fn(a, b), repeats=repeats)
+    err = sampled_error(fn(a, b), a, b) if error else None
+    return seconds, err
+
+
+def tf32_baseline_seconds(shapes, repeats: int) -> dict[tuple[int, int, int], tuple[float, float | None]]:
+    """mx.matmul with TF32 on, timed in a child process (MLX reads the flag once)."""
+    code = (
+        "import json,sys; from mlx_sgemm import bench; "
+        "print(json.dumps(bench._baseline_in_this_process(json.loads(sys.argv[1]), int(sys.argv[2]))))"
+    )
+    env = dict(os.environ, MLX_ENABLE_TF32="1")
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(shapes), str(repeats)],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    return {tuple(s): (t, e) for s, t, e in json.loads(out.strip().splitlines()[-1])}
+
+
+def _baseline_in_this_process(shapes, repeats):
+    results = []
+    for m, n, k in shapes:
+        a, b = accuracy.random_operands((m, k), (k, n))
+        mx.eval(a, b)
+        t, e = _time_one(mx.matmul, a, b, repeats, m * n * k <= ERROR_MAX_WORK)
+        results.append([[m, n, k], t, e])
+    return results
+
+
+def measure(
+    shapes: list[tuple[int, int, int]],
+    kernels: list[str],
+    precisions: list[str],
+    repeats: int = 20,
+    peak: peaks.DevicePeak | None = None,
+    progress: bool = True,
+) -> list[Measurement]:
+    """Time ``kernels`` (and mx.matmul) on every (M, N, K) in ``shapes``."""
+    from tqdm import tqdm
+
+    backend = device.backend()
+    peak = peak or device_peak()
+    name, version = device_name(), mx.__version__
+    date = datetime.date.today().isoformat()
+    # Which precisions really differ: TF32 exists on CUDA only.
+    precisions = [p for p in precisions if p == "float32" or backend == device.CUDA]
+    tf32_base = {}
+    if "tf32" in precisions:
+        tf32_base = tf32_baseline_seconds([list(s) for s in shapes], repeats)
+    jobs = [(s, BASELINE, "float32") for s in shapes]
+    for s in shapes:
+        for kernel in kernels:
+            for p in precisions if kernel == "matmul" else ["float32"]:
+                jobs.append((s, kernel, p))
+    results, base_seconds, operands = [], {}, {}
+    for (m, n, k), kernel, precision in tqdm(jobs, desc="bench", disable=not progress, unit="run"):
+        if (m, n, k) not in operands:
+            operands.clear()  # one problem's operands alive at a time
+            operands[(m, n, k)] = accuracy.random_operands((m, k), (k, n))
+            mx.eval(operands[(m, n, k)])
+        a, b = operands[(m, n, k)]
+        seconds, err = _time_one(kernel_function(kernel, precision), a, b, repeats,
+                                 m * n * k <= ERROR_MAX_WORK)
+        if kernel == BASELINE:
+            base_seconds[(m, n, k)] = seconds
+        baseline = base_seconds[(m, n, k)] if precision == "float32" else tf32_base[(m, n, k)][0]
+        rate = timing.gflops(m, n, k, seconds)
+        results.append(Measurement(
+            name, version, date, backend, kernel, precision, m, n, k, seconds, rate,
+            100 * rate / peak.fp32_gflops if peak.fp32_gflops else None,
+            baseline / seconds, err,
+        ))
+    for (m, n, k), (seconds, err) in tf32_base.items():
+        rate = timing.gflops(m, n, k, seconds)
+        results.append(Measurement(
+            name, version, date, backend, BASELINE, "tf32", m, n, k, seconds, rate,
+            100 * rate / peak.fp32_gflops if peak.fp32_gflops else None, 1.0, err,
+        ))
+    return results
+
+
+def as_dicts(results: list[Measurement]) -> list[dict]:
+    return [asdict(r) for r in results]

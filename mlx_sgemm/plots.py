@@ -1,0 +1,138 @@
+"""The benchmark's three plots, as PNG files (matplotlib, no display needed).
+
+* ``gflops_vs_size.png``: GFLOP/s against square problem size, a line per
+  kernel, with ``mx.matmul`` dashed;
+* ``pct_peak.png``: % of the device's FP32 peak per kernel at the largest size;
+* ``roofline.png``: GFLOP/s against arithmetic intensity (FLOP per byte of the
+  minimum traffic: A and B read once, C written once) under the device's
+  compute and bandwidth ceilings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .report import label  # noqa: E402
+
+FILES = ("gflops_vs_size.png", "pct_peak.png", "roofline.png")
+
+
+def size(row) -> float:
+    """(M N K)^(1/3): the side of the cube with the same work (M for square runs)."""
+    return (row["M"] * row["N"] * row["K"]) ** (1 / 3)
+
+
+def intensity(row) -> float:
+    m, n, k = row["M"], row["N"], row["K"]
+    return 2 * m * n * k / (4 * (m * k + k * n + m * n))
+
+
+def _series(rows):
+    series = {}
+    for row in sorted(rows, key=size):
+        series.setdefault(label(row), []).append(row)
+    return series
+
+
+def _style(name: str) -> dict:
+    if name.startswith("mx.matmul"):
+        return dict(color="black" if "tf32" not in name else "gray", linestyle="--", linewidth=2)
+    return dict(marker="o", markersize=4)
+
+
+def _title(ax, rows, what: str, recorded: bool):
+    first = rows[0]
+    tag = "recorded run" if recorded else "live run"
+    ax.set_title(f"{what}\n{first['device']} · MLX {first['mlx_version']} · {first['date']} ({tag})",
+                 fontsize=10)
+
+
+def gflops_vs_size(rows, path: Path, recorded: bool):
+    # One line per kernel over the square sizes; other shapes would make the
+    # lines zig-zag (they are in the tables and the roofline).
+    square = [r for r in rows if r["M"] == r["N"] == r["K"]] or rows
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for name, series in _series(square).items():
+        ax.plot([size(r) for r in series], [r["gflops"] for r in series], label=name, **_style(name))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("problem size M = N = K")
+    ax.set_ylabel("GFLOP/s (float32 operands)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    _title(ax, rows, "Throughput by problem size", recorded)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def pct_peak(rows, path: Path, recorded: bool, peak_gflops: float | None):
+    square = [r for r in rows if r["M"] == r["N"] == r["K"]] or rows
+    largest = max(size(r) for r in square)
+    at_largest = [r for r in square if size(r) == largest]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    names = [label(r) for r in at_largest]
+    if peak_gflops:
+        values = [100 * r["gflops"] / peak_gflops for r in at_largest]
+        ax.set_ylabel(f"% of FP32 peak ({peak_gflops / 1000:.1f} TFLOP/s)")
+        ax.axhline(100, color="red", linewidth=1, linestyle=":", label="FP32 peak (tensor cores can exceed it)")
+        ax.legend(fontsize=8)
+    else:
+        values = [r["gflops"] for r in at_largest]
+        ax.set_ylabel("GFLOP/s (peak unknown for this device)")
+    bars = ax.bar(names, values, color=["gray" if n.startswith("mx.") else "tab:blue" for n in names])
+    ax.bar_label(bars, fmt="%.0f", fontsize=8)
+    ax.tick_params(axis="x", rotation=30, labelsize=8)
+    ax.set_xlabel(f"kernel, at {int(round(largest))}^3")
+    _title(ax, rows, "Share of peak at the largest size", recorded)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def roofline(rows, path: Path, recorded: bool, peak_gflops: float | None, bandwidth_gbs: float | None):
+    fig, ax = plt.subplots(figsize=(8, 5))
+    xs = [intensity(r) for r in rows]
+    lo, hi = min(xs) / 2, max(xs) * 2
+    if peak_gflops and bandwidth_gbs:
+        knee = peak_gflops / bandwidth_gbs  # where the two ceilings meet
+        lo = min(lo, knee / 4)
+        ax.plot([lo, knee], [bandwidth_gbs * lo, peak_gflops], color="orange",
+                label=f"memory ceiling ({bandwidth_gbs / 1000:.1f} TB/s)")
+        ax.plot([knee, hi], [peak_gflops, peak_gflops], color="red",
+                label="FP32 compute ceiling (tensor cores exceed it)")
+    elif peak_gflops:
+        ax.plot([lo, hi], [peak_gflops, peak_gflops], color="red", label="FP32 compute ceiling")
+    elif bandwidth_gbs:
+        ax.plot([lo, hi], [bandwidth_gbs * lo, bandwidth_gbs * hi], color="orange",
+                label=f"memory ceiling ({bandwidth_gbs / 1000:.1f} TB/s)")
+    for name, series in _series(rows).items():
+        style = _style(name)
+        style.pop("linestyle", None)
+        style.pop("linewidth", None)
+        ax.plot([intensity(r) for r in series], [r["gflops"] for r in series], linestyle="",
+                **({"marker": "s", "color": style["color"]} if "color" in style else style), label=name)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP / byte, A and B read once, C written once)")
+    ax.set_ylabel("GFLOP/s")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2, loc="lower right")
+    _title(ax, rows, "Roofline", recorded)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_all(rows, directory: Path, recorded: bool, peak_gflops=None, bandwidth_gbs=None) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = [directory / f for f in FILES]
+    gflops_vs_size(rows, paths[0], recorded)
+    pct_peak(rows, paths[1], recorded, peak_gflops)
+    roofline(rows, paths[2], recorded, peak_gflops, bandwidth_gbs)
+    return paths

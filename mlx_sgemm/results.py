@@ -1,0 +1,54 @@
+"""Benchmark results on disk: one CSV row per measurement, and the recorded runs.
+
+A live run writes ``outputs/bench-<date>.csv``. Runs recorded on a real GPU are
+committed under ``benchmarks/results/bench-*.csv``; without a GPU the benchmark
+shows the newest of them.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from .bench import Measurement
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+# An installed wheel carries the recorded runs as mlx_sgemm/recorded (see
+# pyproject.toml); a source checkout has them in benchmarks/results.
+_RECORDED_CANDIDATES = (_PACKAGE_DIR / "recorded", _PACKAGE_DIR.parent / "benchmarks" / "results")
+
+_NUMERIC = {"M": int, "N": int, "K": int, "seconds": float, "gflops": float,
+            "pct_peak": float, "x_matmul": float, "error": float}
+
+
+def write_csv(rows: list[dict], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=Measurement.columns())
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    return path
+
+
+def read_csv(path: Path) -> list[dict]:
+    """Rows of a results CSV; missing values become None. Checks the schema."""
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames != Measurement.columns():
+            raise ValueError(f"{path}: columns {reader.fieldnames} != {Measurement.columns()}")
+        rows = []
+        for row in reader:
+            for key, cast in _NUMERIC.items():
+                row[key] = cast(row[key]) if row[key] != "" else None
+            rows.append(row)
+    return rows
+
+
+def newest_recorded(directories=_RECORDED_CANDIDATES) -> Path | None:
+    """The most recent recorded run (by the date in its name), or None."""
+    for directory in directories:
+        runs = sorted(Path(directory).glob("bench-*.csv"))
+        if runs:
+            return runs[-1]
+    return None
