@@ -17,6 +17,7 @@ import argparse
 import csv
 import dataclasses
 import datetime
+import os
 import sys
 
 import mlx.core as mx
@@ -52,12 +53,20 @@ def parse_variant(text: str) -> tuple[str, specs.KernelSpec]:
     return text, spec
 
 
+def baseline_label() -> str:
+    """mx.matmul on CUDA uses TF32 unless MLX_ENABLE_TF32=0 (read once per process)."""
+    tf32 = os.environ.get("MLX_ENABLE_TF32", "1") not in ("0", "false", "False")
+    return "mx.matmul (TF32)" if tf32 and device.backend() == device.CUDA else "mx.matmul (FP32)"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("variants", nargs="+")
     parser.add_argument("--sizes", nargs="+", type=int, default=[4096])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--csv", default=None)
+    parser.add_argument("--transpose-b", action="store_true",
+                        help="pass B as a transposed view (x @ W.T), read in place")
     args = parser.parse_args(argv)
     if device.backend() == device.CPU_FALLBACK:
         print("no GPU backend: nothing to time")
@@ -67,10 +76,12 @@ def main(argv=None) -> int:
     rows = []
     for size in args.sizes:
         a, b = accuracy.random_operands((size, size), (size, size))
+        if args.transpose_b:
+            b = mx.contiguous(b.T).T  # same values, column-major
         mx.eval(a, b)
         base_s = timing.median_seconds(lambda: mx.matmul(a, b), repeats=args.repeats)
         base_err = bench.sampled_error(mx.matmul(a, b), a, b)
-        print(f"\n{name} {size}^3: {bench.baseline_label()} {timing.gflops(size, size, size, base_s) / 1e3:.1f} TFLOP/s err {base_err:.2e}")
+        print(f"\n{name} {size}^3: {baseline_label()} {timing.gflops(size, size, size, base_s) / 1e3:.1f} TFLOP/s err {base_err:.2e}")
         for label, spec in variants:
             fn = lambda: ops.launch(spec, a, b)  # noqa: E731
             s = timing.median_seconds(fn, repeats=args.repeats)
@@ -79,7 +90,7 @@ def main(argv=None) -> int:
             print(f"  {label:45s} {tflops:7.2f} TFLOP/s  x{base_s / s:5.2f}  err {err:.2e}  ({err / base_err:.1f}x)")
             rows.append(dict(device=name, date=datetime.date.today().isoformat(), size=size,
                              variant=label, seconds=s, tflops=tflops, x_matmul=base_s / s,
-                             error=err, baseline=bench.baseline_label(), baseline_error=base_err))
+                             error=err, baseline=baseline_label(), baseline_error=base_err))
     if args.csv:
         with open(args.csv, "a", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))
