@@ -74,10 +74,8 @@ class Linear(_OurProduct, mlx.nn.Linear):
         return self._affine(x)
 
 
-class AllToShardedLinear(_OurProduct, mlx.nn.AllToShardedLinear):
-    """``mlx.nn.AllToShardedLinear`` (output features sharded over the group)
-    with its local product on an mlx-sgemm kernel. Same arguments, plus
-    ``kernel``; gradients of the input are summed over the group as in MLX."""
+class _ShardedProduct(_OurProduct):
+    """Constructor and ``from_linear`` of MLX's sharded layers, plus ``kernel``."""
 
     def __init__(self, input_dims, output_dims, bias=True, group=None, kernel: str = "matmul"):
         super().__init__(input_dims, output_dims, bias, group)
@@ -86,22 +84,20 @@ class AllToShardedLinear(_OurProduct, mlx.nn.AllToShardedLinear):
     @classmethod
     def from_linear(cls, linear_layer, *, segments=1, group=None, kernel: str = "matmul"):
         return super().from_linear(linear_layer, segments=segments, group=group)._use_kernel(kernel)
+
+
+class AllToShardedLinear(_ShardedProduct, mlx.nn.AllToShardedLinear):
+    """``mlx.nn.AllToShardedLinear`` (output features sharded over the group)
+    with its local product on an mlx-sgemm kernel. Same arguments, plus
+    ``kernel``; gradients of the input are summed over the group as in MLX."""
 
     def __call__(self, x: mx.array) -> mx.array:
         return self._affine(sum_gradients(self.group)(x))
 
 
-class ShardedToAllLinear(_OurProduct, mlx.nn.ShardedToAllLinear):
+class ShardedToAllLinear(_ShardedProduct, mlx.nn.ShardedToAllLinear):
     """``mlx.nn.ShardedToAllLinear`` (input features sharded, outputs summed
     over the group) with its local product on an mlx-sgemm kernel."""
-
-    def __init__(self, input_dims, output_dims, bias=True, group=None, kernel: str = "matmul"):
-        super().__init__(input_dims, output_dims, bias, group)
-        self._use_kernel(kernel)
-
-    @classmethod
-    def from_linear(cls, linear_layer, *, segments=1, group=None, kernel: str = "matmul"):
-        return super().from_linear(linear_layer, segments=segments, group=group)._use_kernel(kernel)
 
     def __call__(self, x: mx.array) -> mx.array:
         y = mx.distributed.all_sum(self._product(x, self["weight"].T), group=self.group)
