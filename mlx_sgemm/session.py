@@ -33,7 +33,7 @@ def collect(
 
     if force_recorded or device.backend() == device.CPU_FALLBACK:
         path = results.newest_recorded()
-        why = ("requested" if force_recorded else
+        why = ("Recorded results requested" if force_recorded else
                "No GPU: MLX on this machine has neither a Metal nor a CUDA backend, so the "
                "kernels cannot run here")
         if path is None:
