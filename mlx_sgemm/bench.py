@@ -32,7 +32,7 @@ ERROR_SAMPLE_ROWS = 256
 # Largest M*N*K whose error is measured ("the smaller sizes").
 ERROR_MAX_WORK = 2048**3
 
-KERNELS = ("naive", "tile_16", "tile_32", "tile_threads", "tile_simdgroup", "tile_async", "matmul")
+KERNELS = (*ops.STAGE_OPS, "matmul")  # the journey in order, then the adaptive op
 PRECISIONS = ("float32", "tf32")
 BASELINE = "mx.matmul"
 
@@ -97,11 +97,7 @@ def sampled_error(c: mx.array, a: mx.array, b: mx.array, seed: int = 0) -> float
 
 
 def kernel_function(kernel: str, precision: str):
-    if kernel == BASELINE:
-        return mx.matmul
-    if kernel == "matmul":
-        return lambda a, b: ops.matmul(a, b, precision=precision)
-    return ops.STAGE_OPS[kernel]
+    return mx.matmul if kernel == BASELINE else ops.op_by_name(kernel, precision)
 
 
 def _time_one(fn, a, b, repeats: int, error: bool):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import mlx.core as mx
 
-from .nn import kernel_function
+from .ops import op_by_name
 
 SHARDS = ("rows", "cols", "k")
 
@@ -48,7 +48,7 @@ def matmul(a: mx.array, b: mx.array, group=None, *, shard: str = "rows",
         if not isinstance(x, mx.array) or x.ndim < 2:
             raise ValueError(f"{name} must be an mlx.core.array with at least 2 dimensions")
     group = group or mx.distributed.init()
-    local = kernel_function(kernel)(a, b, stream=stream)
+    local = op_by_name(kernel)(a, b, stream=stream)
     if group.size() == 1:
         return local
     if shard == "k":

@@ -18,23 +18,11 @@ from mlx.utils import tree_map_with_path
 
 from . import ops
 
-KERNELS = ("matmul", *ops.STAGE_OPS)
-
-
-def kernel_function(kernel: str):
-    """The op called ``kernel`` ("matmul" or a stage name)."""
-    if kernel == "matmul":
-        return ops.matmul
-    if kernel in ops.STAGE_OPS:
-        return ops.STAGE_OPS[kernel]
-    raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
-
-
 class _OurProduct:
     """The kernel choice every layer here shares (a plain attribute, not a parameter)."""
 
     def _use_kernel(self, kernel: str):
-        self._product = kernel_function(kernel)
+        self._product = ops.op_by_name(kernel)
         self.kernel = kernel
         return self
 
@@ -132,7 +120,7 @@ def replace_linear(model: mlx.nn.Module, kernel: str = "matmul") -> mlx.nn.Modul
     The new layers share the old ones' parameter arrays (and group); layers
     already ours are left as they are. Returns ``model``.
     """
-    kernel_function(kernel)  # a bad name fails before anything changes
+    ops.op_by_name(kernel)  # a bad name fails before anything changes
 
     def swap(_path, module):
         return _ours(module, kernel) or module

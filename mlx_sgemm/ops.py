@@ -169,6 +169,16 @@ STAGE_OPS = {
     op.__name__: op
     for op in (naive, tile_16, tile_32, tile_threads, tile_simdgroup, tile_async)
 }
+KERNELS = ("matmul", *STAGE_OPS)
+
+
+def op_by_name(kernel: str, precision: str = "float32"):
+    """The op called ``kernel``: "matmul" (at ``precision``) or a stage name."""
+    if kernel == "matmul":
+        return functools.partial(matmul, precision=precision)
+    if kernel in STAGE_OPS:
+        return STAGE_OPS[kernel]
+    raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
 
 
 def matmul(a: mx.array, b: mx.array, *, precision: str = "float32", stream=None) -> mx.array:

@@ -91,7 +91,7 @@ def timing(group, n, kernel):
     a = mx.random.normal((n // size, n))  # this rank's rows
     b = mx.random.normal((n, n))
     mx.eval(a, b)
-    op = mlx_sgemm.nn.kernel_function(kernel)
+    op = mlx_sgemm.ops.op_by_name(kernel)
     t_dist = median_time(lambda: distributed.matmul(a, b, group, shard="rows", kernel=kernel))
     t_local = median_time(lambda: op(a, b))
     local = op(a, b)
