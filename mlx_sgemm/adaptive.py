@@ -21,7 +21,7 @@ PRECISIONS = ("float32", "tf32")
 _CUDA_TF32 = specs.cuda_pipelined("matmul_tf32", SPLIT=False, BK=32, STAGES=3)
 
 
-def check_precision(precision: str, backend: str) -> None:
+def check_precision(precision: str) -> None:
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
 

@@ -53,9 +53,8 @@ def launch(spec: specs.KernelSpec, a: mx.array, b: mx.array, stream=None, **extr
     if b.shape != p.b_shape:
         b = b.reshape(p.b_shape, stream=stream)
     named = dict(extra, a=a, b=b, params=mx.array(p.params(spec.block_m, spec.block_n), dtype=mx.int32))
-    if "c_in" in named:  # the kernel reads it as a row-contiguous output-shaped array
-        c_in = mx.broadcast_to(named["c_in"], p.kernel_out_shape(), stream=stream)
-        named["c_in"] = mx.contiguous(c_in, stream=stream)
+    if "c_in" in named:
+        named["c_in"] = as_kernel_output(named["c_in"], p, stream)
     (c,) = registry.kernel(spec)(
         inputs=[named[name] for name in spec.input_names],
         output_shapes=[p.kernel_out_shape()],
@@ -67,6 +66,14 @@ def launch(spec: specs.KernelSpec, a: mx.array, b: mx.array, stream=None, **extr
         stream=stream,
     )
     return c.reshape(p.out_shape, stream=stream) if c.shape != p.out_shape else c
+
+
+def as_kernel_output(c: mx.array, p: Plan, stream=None) -> mx.array:
+    """``c`` laid out like the kernel's output: broadcast to the product's shape,
+    batch dims merged (and 1-D operands' M or N restored) as the kernel sees
+    them, row-contiguous. (How the fused gemm reads its C input.)"""
+    c = mx.broadcast_to(c, p.out_shape, stream=stream)
+    return mx.contiguous(c.reshape(p.kernel_out_shape(), stream=stream), stream=stream)
 
 
 def _sum_to(x: mx.array, shape: tuple[int, ...], stream) -> mx.array:
@@ -196,7 +203,7 @@ def matmul(a: mx.array, b: mx.array, *, precision: str = "float32", stream=None)
 
     Differentiable; the kernel choice is :func:`mlx_sgemm.adaptive.choose`.
     """
-    adaptive.check_precision(precision, device.backend(stream))
+    adaptive.check_precision(precision)
     return _run(adaptive.chooser(precision), a, b, stream)
 
 
@@ -226,7 +233,7 @@ def gemm(
         fits = False
     if not fits:
         raise ValueError(f"c {c.shape} does not broadcast to the shape of a @ b, {p.out_shape}")
-    adaptive.check_precision(precision, device.backend(stream))
+    adaptive.check_precision(precision)
     if device.backend(stream) == device.METAL and p.out_shape and not p.empty:
         return _fused_gemm(float(alpha), float(beta), stream)(a, b, c)
     return alpha * matmul(a, b, precision=precision, stream=stream) + beta * c

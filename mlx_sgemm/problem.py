@@ -125,11 +125,12 @@ def _merge_batch(a_batch, b_batch, out_batch):
     that operand exactly as the pair did.
     """
     merged_a, merged_b, merged_out = [], [], []
+    prev_kind = None  # how the last kept dim broadcasts: (a present, b present)
     for da, db, do in zip(a_batch, b_batch, out_batch):
         if do == 1:
             continue
         kind = (da == do, db == do)
-        if merged_out and kind == prev_kind:
+        if kind == prev_kind:
             merged_a[-1] *= da
             merged_b[-1] *= db
             merged_out[-1] *= do

@@ -160,3 +160,22 @@ def test_gemm_errors_name_c():
         mlx_sgemm.gemm(a, b, beta=1.0)
     with pytest.raises(TypeError, match="c must be"):
         mlx_sgemm.gemm(a, b, mx.ones((5,), dtype=mx.float16), beta=1.0)
+
+
+@pytest.mark.parametrize(
+    "shape_a, shape_b, shape_c",
+    [((2, 3, 4, 5), (2, 3, 5, 6), (3, 1, 6)), ((3, 1, 4, 5), (2, 5, 6), (2, 1, 6)), ((5,), (2, 5, 6), (2, 1)),
+     ((4, 5), (5,), ())],
+)
+def test_gemm_c_input_matches_the_kernel_output_layout(shape_a, shape_b, shape_c):
+    """The fused gemm reads C in the kernel's output layout (merged batch dims)."""
+    from mlx_sgemm.ops import as_kernel_output
+    from mlx_sgemm.problem import plan
+
+    p = plan(shape_a, shape_b)
+    c = mx.random.normal(shape_c)
+    laid_out = as_kernel_output(c, p)
+    assert laid_out.shape == p.kernel_out_shape()
+    # Element for element, the kernel layout holds C broadcast to a @ b's shape.
+    expected = np.broadcast_to(np.array(c), p.out_shape)
+    np.testing.assert_array_equal(np.array(laid_out).reshape(p.out_shape), expected)

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mlx_sgemm
-from mlx_sgemm import accuracy, registry, specs
+from mlx_sgemm import accuracy, registry
 
-from .conftest import HAS_GPU, requires_gpu
+from .conftest import requires_gpu
 
 OPS = {"matmul": mlx_sgemm.matmul, **mlx_sgemm.ops.STAGE_OPS}
 OP_LIST = list(OPS.values())
