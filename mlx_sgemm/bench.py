@@ -24,7 +24,7 @@ import numpy as np
 
 import mlx.core as mx
 
-from . import accuracy, device, ops, peaks, timing
+from . import accuracy, adaptive, device, ops, peaks, timing
 
 # Rows of C checked against float64: a random sample's error estimates the
 # whole matrix's at a sliver of the cost of a float64 product.
@@ -33,7 +33,7 @@ ERROR_SAMPLE_ROWS = 256
 ERROR_MAX_WORK = 2048**3
 
 KERNELS = (*ops.STAGE_OPS, "matmul")  # the journey in order, then the adaptive op
-PRECISIONS = ("float32", "tf32")
+PRECISIONS = adaptive.PRECISIONS
 BASELINE = "mx.matmul"
 
 
