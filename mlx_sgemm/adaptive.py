@@ -1,11 +1,14 @@
 """Which kernel ``mlx_sgemm.matmul`` runs for a shape, backend and precision.
 
-The choice follows measurements on an H200 (benchmarks/NOTES.md): for
-float32-accurate products the FMA kernel with register tiling (tile_threads,
-~31 TFLOP/s at 8192^3) beats our 3xTF32 tensor-core pipeline (~19 TFLOP/s), so
-it is the float32 choice on CUDA; TF32 runs the cp.async pipeline in its
-single-pass mode. On Metal the pipelined simdgroup-matrix kernel is the float32
-choice once it exists, else tile_simdgroup.
+The choice follows measurements on an H200 (benchmarks/NOTES.md). On CUDA a
+product of at most 8 rows (a token's activations against a weight) is bound by
+reading B and runs small_m, float32 FMAs at memory speed, in either precision.
+On Hopper GPUs everything else runs the wgmma pipeline (tile_wgmma: 3xTF32
+for float32 accuracy, one pass for TF32), with K split across threadgroups
+when the output has too few 128x128 tiles to fill the GPU. Other CUDA GPUs get the fastest mma.sync / FMA
+kernels: tile_threads for float32 (~31 TFLOP/s at 8192^3 on an H200, ahead of
+the 3xTF32 mma.sync pipeline's ~19) and tile_async's single TF32 pass. On
+Metal the pipelined simdgroup-matrix kernel is the float32 choice.
 """
 
 from __future__ import annotations
@@ -17,8 +20,35 @@ from .problem import Plan
 
 PRECISIONS = ("float32", "tf32")
 
-# CUDA TF32: BK 32, 3 stages: 54.5 TFLOP/s at 8192^3 on an H200 (benchmarks/NOTES.md).
+# CUDA TF32 without wgmma: BK 32, 3 stages: 54.5 TFLOP/s at 8192^3 on an H200.
 _CUDA_TF32 = specs.cuda_pipelined("matmul_tf32", SPLIT=False, BK=32, STAGES=3)
+_HOPPER_FLOAT32 = specs.spec("tile_wgmma", "cuda")
+_HOPPER_TF32 = specs.cuda_wgmma("matmul_tf32_wgmma", SPLIT=False)
+
+
+SMALL_M = 8  # rows of C up to which the product is memory-bound (small_m)
+# Threadgroups that fill an H100/H200 (132 SMs, one tile_wgmma block each).
+HOPPER_SMS = 132
+# The shortest stretch of K worth a split: 32 k-tiles of the pipeline.
+MIN_SPLIT_K = 1024
+
+
+def k_splits(backend: str, spec: specs.KernelSpec, p: Plan) -> int:
+    """How many ways to split K for ``spec`` on problem ``p`` (1: not at all).
+
+    Split-K pays when the output has too few tiles to give every SM one while K
+    is long: each split's threadgroups then take a stretch of K, and the partial
+    products are summed afterwards (ops.launch). Only the Hopper pipeline splits:
+    it is the kernel for large products on a GPU with many SMs.
+    """
+    if backend != device.CUDA or spec.source_file != "tile_wgmma.cu":
+        return 1
+    tiles_m, tiles_n = p.tiles(spec.block_m, spec.block_n)
+    tiles = tiles_m * tiles_n * p.batch
+    wanted = min(-(-HOPPER_SMS // tiles), p.K // MIN_SPLIT_K)
+    if wanted <= 1:
+        return 1
+    return -(-p.K // p.k_split_length(wanted))  # splits of that length cover K
 
 
 def check_precision(precision: str) -> None:
@@ -31,6 +61,10 @@ def choose(backend: str, precision: str, p: Plan) -> specs.KernelSpec:
     Metal has no TF32 mode, so there (and on the CPU) the product is float32,
     more accurate than asked, never less."""
     if backend == device.CUDA:
+        if p is not None and p.M <= SMALL_M:
+            return specs.spec("small_m", backend)
+        if device.has_wgmma():
+            return _HOPPER_TF32 if precision == "tf32" else _HOPPER_FLOAT32
         return _CUDA_TF32 if precision == "tf32" else specs.spec("tile_threads", backend)
     try:
         return specs.spec("tile_async", backend)
@@ -45,7 +79,7 @@ def chooser(precision: str):
 
 def variants(backend: str) -> list[specs.KernelSpec]:
     """Every kernel ``matmul`` may run on ``backend`` (the compile-count bound)."""
-    found = []
+    found = [specs.spec("small_m", backend)] if backend == device.CUDA else []
     for precision in PRECISIONS:
         spec = choose(backend, precision, None)
         if spec not in found:

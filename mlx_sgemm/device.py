@@ -35,3 +35,20 @@ def backend(stream=None) -> str:
     if mx.cuda.is_available():
         return CUDA
     return CPU_FALLBACK
+
+
+def cuda_compute_capability() -> tuple[int, int] | None:
+    """(major, minor) of the CUDA GPU MLX runs on, or None without one."""
+    if not mx.cuda.is_available():
+        return None
+    info = mx.device_info()
+    try:
+        return int(info["compute_capability_major"]), int(info["compute_capability_minor"])
+    except (KeyError, TypeError, ValueError):  # an MLX that does not report it
+        return None
+
+
+def has_wgmma() -> bool:
+    """Hopper (compute capability 9.0): warpgroup MMA, which MLX's NVRTC build
+    targets as sm_90a. Later architectures do not have wgmma."""
+    return cuda_compute_capability() == (9, 0)

@@ -27,7 +27,9 @@ MAX_KERNEL_NDIM = 10
 
 # Layout of the int32 ``params`` input every kernel reads (mirrored by the enum
 # ``Param`` in kernels/*/sgemm.h*): sizes, the tile counts, and the output's batch
-# shape, which the kernel needs to split its batch index into coordinates.
+# shape, which the kernel needs to split its batch index into coordinates. After
+# the batch shape comes the length of a K split (CUDA's locate_tile, see
+# Plan.params; K itself when K is not split).
 P_M, P_N, P_K, P_TILES_M, P_TILES_N, P_BATCH_NDIM, P_BATCH_SHAPE = range(7)
 # Kept at 8 entries or more: Metal passes inputs of fewer than 8 elements in the
 # `constant` address space, which would give the kernel a second signature.
@@ -71,19 +73,29 @@ class Plan:
         """Nothing to launch: the result has no elements or K is 0 (all zeros)."""
         return self.M == 0 or self.N == 0 or self.K == 0 or self.batch == 0
 
-    def kernel_out_shape(self) -> tuple[int, ...]:
-        return (*self.batch_shape, self.M, self.N)
+    def kernel_out_shape(self, k_splits: int = 1) -> tuple[int, ...]:
+        """The kernel's output: with K split, one partial product per split,
+        stacked on a leading axis (their sum is the product)."""
+        splits = (k_splits,) if k_splits > 1 else ()
+        return (*splits, *self.batch_shape, self.M, self.N)
+
+    def k_split_length(self, k_splits: int) -> int:
+        """How much of K each of ``k_splits`` splits takes: a multiple of 32, so
+        that every split starts 16-byte aligned and on a k-tile boundary."""
+        return -(-self.K // (32 * k_splits)) * 32 if k_splits > 1 else self.K
 
     def tiles(self, block_m: int, block_n: int) -> tuple[int, int]:
         return -(-self.M // block_m), -(-self.N // block_n)
 
-    def params(self, block_m: int, block_n: int) -> list[int]:
-        """The ``params`` input for a kernel whose threadgroups compute block_m x block_n."""
+    def params(self, block_m: int, block_n: int, k_splits: int = 1) -> list[int]:
+        """The ``params`` input for a kernel whose threadgroups compute block_m x
+        block_n, with K split ``k_splits`` ways (split-K: each threadgroup then
+        takes one split's stretch of K and writes its own partial product)."""
         values = [self.M, self.N, self.K, *self.tiles(block_m, block_n)]
-        values += [len(self.batch_shape), *self.batch_shape]
+        values += [len(self.batch_shape), *self.batch_shape, self.k_split_length(k_splits)]
         return values + [0] * (MIN_PARAMS - len(values))
 
-    def grid(self, block_m: int, block_n: int, threadgroup: tuple[int, int, int]):
+    def grid(self, block_m: int, block_n: int, threadgroup: tuple[int, int, int], k_splits: int = 1):
         """Grid in threads: one threadgroup per output tile per batch entry, all on x.
 
         The kernel recovers (batch, tile row, tile column) from its threadgroup's x
@@ -93,7 +105,7 @@ class Plan:
         """
         tiles_m, tiles_n = self.tiles(block_m, block_n)
         tx, ty, tz = threadgroup
-        groups = self.batch * tiles_m * tiles_n
+        groups = k_splits * self.batch * tiles_m * tiles_n
         if groups * tx > MAX_GRID_X:
             raise ValueError(
                 f"a batch of {self.batch} outputs of {self.M}x{self.N} needs {groups} "

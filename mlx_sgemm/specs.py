@@ -94,6 +94,33 @@ def cuda_pipelined(
     )
 
 
+def cuda_wgmma(
+    stage: str = "tile_wgmma", *, SPLIT: bool = True, STAGES: int | None = None, BK: int = 32,
+    GROUP_M: int = 8,
+) -> KernelSpec:
+    """Hopper (sm_90a): a producer warpgroup feeding 2 consumer warpgroups of
+    wgmma m64n128 products through a ring of STAGES shared-memory stages, 128x128
+    blocks (kernels/cuda/tile_wgmma.cu). STAGES defaults to what fits in the
+    227 KB an H100/H200 block may have: 4 with SPLIT (A's big and small parts
+    and B), 6 without."""
+    bm, bn = 128, 128
+    pad = lambda extent: extent + (8 if extent >= 64 else 4)  # noqa: E731 (sgemm::padded)
+    a_floats = bm * BK  # sgemm::CoreMatrixTile: no padding
+    b_floats = max(BK * pad(bn), bn * pad(BK))  # sgemm::SmemTile, either orientation
+    stage_floats = (2 if SPLIT else 1) * a_floats + b_floats
+    if STAGES is None:
+        STAGES = (227 * 1024) // (4 * stage_floats)
+    return KernelSpec(
+        stage, "cuda", "tile_wgmma.cu", (384, 1, 1), bm, bn,
+        (("BM", bm), ("BN", bn), ("BK", BK), ("STAGES", STAGES), ("SPLIT", SPLIT),
+         ("GROUP_M", GROUP_M)),
+        shared_memory=STAGES * stage_floats * 4,
+        # One block per SM: the cap (65536 / 384 registers at entry) is what the
+        # warpgroups' setmaxnreg redistributes.
+        min_blocks=1,
+    )
+
+
 _SPECS = {
     "cuda": [
         # One thread per output; 32 threads along N so a warp's loads of B and
@@ -101,14 +128,14 @@ _SPECS = {
         KernelSpec("naive", "cuda", "naive.cu", (32, 8, 1), 8, 32),
         KernelSpec("tile_16", "cuda", "tile.cu", (16, 16, 1), 16, 16, (("TILE", 16),)),
         KernelSpec("tile_32", "cuda", "tile.cu", (32, 32, 1), 32, 32, (("TILE", 32),)),
-        # 256 threads x 8x8 outputs each = a 128x128 tile (see tile_threads.cu).
-        # Capped at 128 registers so 2 blocks share an SM (1.55x faster on an
-        # H200 than uncapped); BK 32: each column of a transposed operand is read
-        # as a whole 128-byte line (x @ W.T 14% -> 6% slower than x @ W), and
-        # 5% faster on row-major operands than BK 16.
+        # 128 threads x 8x16 outputs each = a 128x128 tile, warp-tiled, k-tiles
+        # of 16 double-buffered in shared memory (see tile_threads.cu). Capped
+        # at 255 registers so 2 blocks share an SM. H200, 4096^3 / 8192^3:
+        # 33.3 / 35.4 TFLOP/s (8x8 per thread, 256 threads, BK 32, single
+        # buffer: 30.5 / 33.0); BK 8: 32.5 / 33.7; 16x8 per thread: same.
         KernelSpec(
-            "tile_threads", "cuda", "tile_threads.cu", (256, 1, 1), 128, 128,
-            (("BM", 128), ("BN", 128), ("BK", 32), ("TM", 8), ("TN", 8)),
+            "tile_threads", "cuda", "tile_threads.cu", (128, 1, 1), 128, 128,
+            (("BM", 128), ("BN", 128), ("BK", 16), ("TM", 8), ("TN", 16)),
             min_blocks=2,
         ),
         # 8 warps, each a 64x32 warp tile of m16n8k8 tensor-core products.
@@ -117,6 +144,17 @@ _SPECS = {
             (("BM", 128), ("BN", 128), ("BK", 8), ("WM", 64), ("WN", 32)),
         ),
         cuda_pipelined(),
+        cuda_wgmma(),
+        # M <= 8 (decode-time x @ W): memory-bound, so 8-row blocks of BN columns
+        # that stream B with many 16-byte loads in flight (kernels/cuda/small_m.cu).
+        # BN 32 x 4 warps (190 registers, 2 blocks/SM) was the fastest of 11
+        # variants on an H200 over the 7B decode shapes, both B layouts; no
+        # split-K. The template's BN must equal block_n and 32 * WARPS the
+        # threadgroup (vary both: `small_m:BN=64,block_n=64`), else it writes NaN.
+        KernelSpec(
+            "small_m", "cuda", "small_m.cu", (128, 1, 1), 8, 32,
+            (("BN", 32), ("WARPS", 4), ("U", 8), ("UC", 2)),
+        ),
     ],
     # Every Metal kernel reads a_strides / b_strides, so MLX passes any layout
     # as it is (transposed views, slices, broadcasts): no copies.

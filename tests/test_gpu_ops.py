@@ -27,6 +27,7 @@ SHAPES = [
     (300, 200, 4096),
 ]
 STAGES = list(specs.STAGES)
+OPS = [*STAGES, "matmul"]  # every stage, and the adaptive op's float32 choice
 
 
 def check(op, a, b):
@@ -41,7 +42,7 @@ def check(op, a, b):
     return err, base
 
 
-@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("stage", OPS)
 @pytest.mark.parametrize("mnk", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_stage_matches_float64(stage, mnk):
     m, n, k = mnk
@@ -49,7 +50,7 @@ def test_stage_matches_float64(stage, mnk):
     check(getattr(mlx_sgemm, stage), a, b)
 
 
-@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("stage", OPS)
 @pytest.mark.parametrize(
     "shape_a, shape_b",
     [
@@ -63,6 +64,17 @@ def test_stage_matches_float64(stage, mnk):
 def test_stage_broadcasts_like_matmul(stage, shape_a, shape_b):
     a, b = accuracy.random_operands(shape_a, shape_b)
     check(getattr(mlx_sgemm, stage), a, b)
+
+
+@pytest.mark.parametrize("mnk", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_matmul_tf32_has_tf32_accuracy(mnk):
+    """precision="tf32": one TF32 pass, every output written, error at TF32's
+    level (unit roundoff 2**-11; cuBLAS's TF32 mode measures ~1e-4), no worse."""
+    m, n, k = mnk
+    a, b = accuracy.random_operands((m, k), (k, n))
+    with mlx_sgemm.poisoned_outputs():
+        c = mlx_sgemm.matmul(a, b, precision="tf32")
+    assert accuracy.relative_error(c, a, b) < 2.0**-10
 
 
 @pytest.mark.parametrize("stage", STAGES)

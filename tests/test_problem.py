@@ -71,6 +71,18 @@ def test_params_layout():
     assert params[problem.P_TILES_M] == 3 and params[problem.P_TILES_N] == 3
     assert params[problem.P_BATCH_NDIM] == 2
     assert params[problem.P_BATCH_SHAPE : problem.P_BATCH_SHAPE + 2] == [3, 2]
+    assert params[problem.P_BATCH_SHAPE + 2] == 17  # K not split: one split of all of K
+
+
+def test_k_splits_cover_k_in_aligned_stretches():
+    p = plan((300, 1000), (1000, 7))
+    assert p.kernel_out_shape(1) == (300, 7) and p.kernel_out_shape(3) == (3, 300, 7)
+    for splits in (2, 3, 7):
+        length = p.k_split_length(splits)
+        assert length % 32 == 0 and (splits - 1) * length < 1000 <= splits * length
+        assert p.params(16, 16, splits)[problem.P_BATCH_SHAPE] == length
+    tiles = p.tiles(16, 16)[0] * p.tiles(16, 16)[1]
+    assert p.grid(16, 16, (256, 1, 1), 3)[0] == 3 * tiles * 256
     # Short parameter lists are padded so Metal always passes them in `device` memory.
     assert len(plan((3, 4), (4, 5)).params(8, 8)) >= problem.MIN_PARAMS
 

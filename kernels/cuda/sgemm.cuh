@@ -105,6 +105,13 @@ __device__ inline void with_layouts(const Operand& x, const Operand& y, F&& f) {
   else f(LayoutTag<COL_MAJOR>{}, LayoutTag<COL_MAJOR>{});
 }
 
+// with_layouts for one operand: f(LayoutTag<layout of x>{}).
+template <typename F>
+__device__ inline void with_layout(const Operand& x, F&& f) {
+  if (x.layout() == COL_MAJOR) f(LayoutTag<COL_MAJOR>{});
+  else f(LayoutTag<ROW_MAJOR>{});
+}
+
 // One threadgroup's job: one block of C in one batch entry, the operands of that
 // batch entry, and where its block of C goes (C is always row-major).
 struct Tile {
@@ -115,9 +122,11 @@ struct Tile {
   int64_t ldc;
 };
 
-// Blocks are numbered along the grid's x axis: batch entry, then tile. Operands
-// have the output's batch rank (the Python side merges and pads batch dims); a
-// batch dim of extent 1 is broadcast, so it adds no offset.
+// Blocks are numbered along the grid's x axis: K split, batch entry, then tile.
+// Operands have the output's batch rank (the Python side merges and pads batch
+// dims); a batch dim of extent 1 is broadcast, so it adds no offset. With K
+// split (Plan.params), the tile's operands start at its split's first k and
+// its K is that split's length; its C is its own partial product.
 //
 // GROUP_M = 1 walks the tiles row by row. GROUP_M > 1 walks them in bands of
 // GROUP_M tile rows, column by column inside a band: blocks that run at the same
@@ -149,8 +158,10 @@ __device__ inline Tile locate_tile(
     t.col0 = (in_band / band_rows) * block_n;
   }
 
+  // Which output matrix: batch entry, and (split-K) which stretch of K, the
+  // split being the slowest-varying index (Plan.kernel_out_shape).
   int rest = block / tiles;
-  const int64_t batch = rest;
+  const int64_t matrix = rest;
   int64_t a_off = 0, b_off = 0;
   for (int i = nd - 1; i >= 0; --i) {
     const int extent = params[P_BATCH_SHAPE + i];
@@ -159,10 +170,15 @@ __device__ inline Tile locate_tile(
     if (a_shape[i] != 1) a_off += idx * a_strides[i];
     if (b_shape[i] != 1) b_off += idx * b_strides[i];
   }
+  const int k_split = params[P_BATCH_SHAPE + nd];  // K itself when K is not split
+  const int k0 = rest * k_split;
+  t.K = min(t.K - k0, k_split);
+  a_off += k0 * a_strides[nd + 1];
+  b_off += k0 * b_strides[nd];
   t.A = {a + a_off, a_strides[nd], a_strides[nd + 1], t.M, t.K};
   t.B = {b + b_off, b_strides[nd], b_strides[nd + 1], t.K, t.N};
   t.ldc = t.N;
-  t.C = c + batch * t.M * t.N;
+  t.C = c + matrix * t.M * t.N;
   return t;
 }
 
@@ -195,6 +211,91 @@ __device__ inline void load_tile(float* smem, const Operand& x, int r0, int c0) 
   }
 }
 
+// load_tile in two halves, for double buffering, for the k-tiles of an operand
+// whose rows are k (the K x M view of A, B): the ROWS x COLS tiles at (k0, c0)
+// for k0 = 0, ROWS, 2 ROWS, ... fetch() starts the global loads of a thread's
+// share of one into registers, and the thread computes on the previous tile
+// while they are in flight; store() then writes them to shared memory (only
+// there does the thread wait for them).
+//
+// Which 4 elements a thread moves: 4 neighbours along x's contiguous direction,
+// consecutive threads on consecutive addresses, so loads coalesce. A row-major x
+// is copied one 16-byte store per load. A column-major x (a row-major A, or B a
+// transposed view) is scattered into four rows of the tile, and there a warp
+// takes 16 columns x 8 rows (two float4s of each column: one 32-byte sector)
+// instead of load_tile's 4 columns x 32 rows. With a row stride LD = 4 (mod 8)
+// the two float4s of a column land 16 banks apart (4 LD = 16 mod 32) and the 16
+// columns fill the other banks: each of the 4 scattered stores is served in one
+// pass. load_tile's mapping puts a warp's 8 float4s of a column onto 2 banks, a
+// 4-way conflict, whatever the stride (as long as rows stay 16-byte aligned).
+template <int ROWS, int COLS, int THREADS, Layout L>
+struct KTileStager {
+  static_assert(ROWS % 4 == 0 && COLS % 4 == 0, "whole float4s");
+  static_assert(L == ROW_MAJOR || (ROWS % 8 == 0 && COLS % 16 == 0), "16 x 8 per warp");
+  static constexpr int VECTORS = ROWS * COLS / 4 / THREADS;  // float4s per thread
+  static_assert(VECTORS * 4 * THREADS == ROWS * COLS, "every thread moves the same amount");
+
+  float4 v[VECTORS];
+
+  // Top-left (r, c) of the thread's j-th float4 in the tile.
+  __device__ static void slot(int j, int& r, int& c) {
+    const int i = j * THREADS + threadIdx.x;
+    if (L == ROW_MAJOR) {
+      r = i / (COLS / 4);
+      c = (i % (COLS / 4)) * 4;
+    } else {
+      const int lane = i % 32, warp = i / 32;
+      c = (warp % (COLS / 16)) * 16 + lane % 16;
+      r = (warp / (COLS / 16)) * 8 + (lane / 16) * 4;
+    }
+  }
+
+  // Load the tile at (k0, c0). Tiles wholly inside x (all but the edge tiles)
+  // take plain 16-byte loads with no per-element bounds checks: the branch is
+  // the same for the whole block.
+  __device__ void fetch(const Operand& x, int k0, int c0) {
+    const bool vector = x.vectorizes<L>();
+    if (vector && k0 + ROWS <= x.rows && c0 + COLS <= x.cols) {
+#pragma unroll
+      for (int j = 0; j < VECTORS; ++j) {
+        int r, c;
+        slot(j, r, c);
+        // The unit stride is known from the layout (Operand::layout).
+        const float* p = L == ROW_MAJOR ? x.p + (k0 + r) * x.rs + (c0 + c)
+                                        : x.p + (k0 + r) + (c0 + c) * x.cs;
+        v[j] = *reinterpret_cast<const float4*>(p);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < VECTORS; ++j) {
+        int r, c;
+        slot(j, r, c);
+        v[j] = x.load4<L>(k0 + r, c0 + c, vector);
+      }
+    }
+  }
+
+  // Write the fetched tile to smem[r][c] (row stride LD).
+  template <int LD>
+  __device__ void store(float* smem) const {
+    static_assert(LD % 4 == 0, "16-byte rows");
+    static_assert(L == ROW_MAJOR || LD % 8 == 4, "conflict-free scatter (see above)");
+#pragma unroll
+    for (int j = 0; j < VECTORS; ++j) {
+      int r, c;
+      slot(j, r, c);
+      if (L == ROW_MAJOR) {
+        *reinterpret_cast<float4*>(smem + r * LD + c) = v[j];
+      } else {
+        smem[r * LD + c] = v[j].x;
+        smem[(r + 1) * LD + c] = v[j].y;
+        smem[(r + 2) * LD + c] = v[j].z;
+        smem[(r + 3) * LD + c] = v[j].w;
+      }
+    }
+  }
+};
+
 // Store columns c..c+3 of row r of a row-major matrix, dropping what falls
 // outside it; one 16-byte store when whole and aligned.
 __device__ inline void store4_clipped(
@@ -209,6 +310,44 @@ __device__ inline void store4_clipped(
   if (c + 1 < cols) dst[1] = v.y;
   if (c + 2 < cols) dst[2] = v.z;
   if (c + 3 < cols) dst[3] = v.w;
+}
+
+// A compile-time bool as a type, for main loops compiled once per runtime case
+// (as LayoutTag does for layouts): with_flag(x, f) runs f(BoolTag<x>{}).
+template <bool V>
+struct BoolTag {
+  static constexpr bool value = V;
+};
+
+template <typename F>
+__device__ inline void with_flag(bool flag, F&& f) {
+  if (flag) f(BoolTag<true>{});
+  else f(BoolTag<false>{});
+}
+
+// Sum V values (a power of 2 up to 32) over the 32 lanes of a warp, in 31
+// shuffles for V = 32 rather than V * 5: each halving step keeps one half of
+// the values and trades the other half with the partner lane. Returns the total
+// of v[lane / (32 / V)] (V = 32: lane i holds the sum of v[i]); v is clobbered.
+template <int V>
+__device__ inline float warp_sum_spread(float (&v)[V]) {
+  static_assert(V >= 1 && V <= 32 && (V & (V - 1)) == 0, "V a power of 2, at most 32");
+  const int lane = threadIdx.x % 32;
+  int offset = 16;
+#pragma unroll
+  for (int n = V; n > 1; n /= 2, offset /= 2) {
+    const bool upper = lane & offset;
+#pragma unroll
+    for (int i = 0; i < n / 2; ++i) {
+      const float send = upper ? v[i] : v[i + n / 2];
+      const float keep = upper ? v[i + n / 2] : v[i];
+      v[i] = keep + __shfl_xor_sync(0xffffffffu, send, offset);
+    }
+  }
+  float sum = v[0];
+#pragma unroll
+  for (; offset >= 1; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  return sum;
 }
 
 // ---------------------------------------------------------------------------
@@ -460,6 +599,153 @@ __device__ inline void cp_async_tile(float* smem, const Operand& x, int r0, int 
     }
   }
 }
+
+// ---------------------------------------------------------------------------
+// Hopper warpgroup MMA (wgmma, sm_90a). A warpgroup (4 consecutive warps, 128
+// threads) multiplies a 64 x 8 TF32 tile held in its registers by an 8 x N tile
+// that the tensor cores read straight from shared memory, asynchronously: the
+// threads issue a batch of products, may do other work, then wait for it. One
+// m64n128k8 product is 16 times the work of an mma.sync m16n8k8 for one issue
+// slot, which is what lifts the tensor cores off the instruction-issue limit
+// of the mma.sync kernels (benchmarks/NOTES.md).
+// ---------------------------------------------------------------------------
+
+// A ROWS x BK tile in the layout wgmma reads from shared memory without
+// swizzling: "core matrices" of 8 rows x 4 floats, each stored as 128
+// contiguous bytes, the BK / 4 core matrices of 8 rows side by side (LBO =
+// 128 bytes apart along k), 8-row groups SBO bytes apart. Element (r, k) of the
+// tile is at offset(r, k). Its k runs fastest, as TF32 wgmma requires for the
+// shared-memory operand ("K-major"; only 16-bit types may be transposed).
+template <int ROWS, int BK>
+struct CoreMatrixTile {
+  static_assert(ROWS % 8 == 0 && BK % 8 == 0, "whole core matrices, whole k8 steps");
+  static constexpr int FLOATS = ROWS * BK;
+  static constexpr int LBO = 128;           // bytes between core matrices along k
+  static constexpr int SBO = BK / 4 * 128;  // bytes between 8-row groups
+  __device__ static int offset(int r, int k) {
+    return (r / 8) * (SBO / 4) + (k / 4) * 32 + (r % 8) * 4 + k % 4;
+  }
+  // The 16-byte chunk i of the tile in memory order holds row row_of(i),
+  // columns col_of(i)..+3: 8 consecutive chunks are the 8 rows of one core
+  // matrix, so 8 threads storing chunks i..i+7 fill 128 contiguous bytes (no
+  // bank conflicts) from 8 rows of the operand.
+  __device__ static int row_of(int i) { return (i / (8 * BK / 4)) * 8 + i % 8; }
+  __device__ static int col_of(int i) { return (i / 8) % (BK / 4) * 4; }
+};
+
+// Start copying the ROWS x BK tile of x at (r0, k0) into a CoreMatrixTile,
+// zeros outside x: 16-byte copies when x has layout L = ROW_MAJOR with 16-byte
+// aligned rows (the k-major tile is then x's own orientation), else 4-byte
+// copies with consecutive threads walking x's contiguous direction (a
+// transposed view is transposed on the way in).
+template <int ROWS, int BK, int THREADS, Layout L>
+__device__ inline void cp_async_core_matrix_tile(float* smem, const Operand& x, int r0, int k0) {
+  using Tile = CoreMatrixTile<ROWS, BK>;
+  constexpr int VECTORS = ROWS * BK / 4;
+  static_assert(VECTORS % THREADS == 0, "every thread copies the same amount");
+  if (L == ROW_MAJOR && x.vectorizes<ROW_MAJOR>()) {
+#pragma unroll
+    for (int j = 0; j < VECTORS / THREADS; ++j) {
+      const int i = j * THREADS + threadIdx.x;
+      const int r = r0 + Tile::row_of(i), k = k0 + Tile::col_of(i);
+      const int valid = r < x.rows ? max(0, min(4, x.cols - k)) : 0;
+      cp_async<16>(smem + 4 * i, valid ? &x.p[r * x.rs + k] : x.p, 4 * valid);
+    }
+  } else {
+#pragma unroll 1  // rolled: unrolled, the addresses would stay live in registers
+    for (int i = threadIdx.x; i < ROWS * BK; i += THREADS) {
+      const int r = L == COL_MAJOR ? i % ROWS : i / BK, k = L == COL_MAJOR ? i / ROWS : i % BK;
+      const bool valid = r0 + r < x.rows && k0 + k < x.cols;
+      cp_async<4>(smem + Tile::offset(r, k), valid ? &x.p[(r0 + r) * x.rs + (k0 + k) * x.cs] : x.p,
+                  valid ? 4 : 0);
+    }
+  }
+}
+
+// The 3xTF32 split for operands on their way to the tensor cores: big = x
+// truncated to TF32 (exact, never overflows) and small = x - big rounded to
+// TF32 (to nearest: its error has no bias). Non-finite x are
+// not handled here (small = NaN); instead `probe` turns NaN if any x is Inf or
+// NaN (Inf * 0 = NaN), and the caller recomputes what they touch exactly.
+__device__ inline float tf32_truncated(float x) {
+  return __uint_as_float(__float_as_uint(x) & 0xffffe000u);
+}
+__device__ inline float tf32_rounded_finite(float x) {  // to nearest, ties away
+  return __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xffffe000u);
+}
+__device__ inline void split_tf32_fast(float x, float& big, float& small, float& probe) {
+  big = tf32_truncated(x);
+  small = tf32_rounded_finite(x - big);
+  probe = fmaf(x, 0.0f, probe);
+}
+
+// Named barriers (ids 1..15; 0 is __syncthreads) between the warps of one
+// block: `arrive` counts this warp in and goes on, `sync` counts it in and
+// waits until `threads` threads have. A producer arrives, consumers sync.
+__device__ inline void barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
+__device__ inline void barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
+
+// Hand registers between the warpgroups of a block (sm_90a): a warpgroup that
+// needs few gives some back, one that needs many takes them. Takes effect
+// only under a register cap at entry (__launch_bounds__, see SGEMM_MIN_BLOCKS).
+template <int REGS>
+__device__ inline void registers_decrease() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(REGS));
+}
+template <int REGS>
+__device__ inline void registers_increase() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(REGS));
+}
+
+// The 64-bit descriptor of a CoreMatrixTile's k8 slice starting at `p`: its
+// shared-memory address, LBO and SBO (each in 16-byte units), no swizzling.
+template <typename Tile>
+__device__ inline uint64_t wgmma_descriptor(const float* p) {
+  const uint64_t address = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  return ((address & 0x3ffff) >> 4) | (uint64_t((Tile::LBO & 0x3ffff) >> 4) << 16) |
+         (uint64_t((Tile::SBO & 0x3ffff) >> 4) << 32);
+}
+
+// Shared memory written by ordinary stores (or cp.async) is read by wgmma
+// through the "async proxy": each writing thread fences before the barrier
+// that publishes the tile.
+__device__ inline void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// Registers that a wgmma reads or accumulates into must be written before this
+// fence; the products' results may be read only after wgmma_wait.
+__device__ inline void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ inline void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>  // until at most N committed batches are still running
+__device__ inline void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
+}
+
+// d (64 x 128, float32) = a (64 x 8, TF32 in registers) * b (8 x 128, TF32 in
+// shared memory, K-major, described by b_desc) + (accumulate ? d : 0).
+// Fragments are those of mma.sync m16n8k8 (see mma_m16n8k8_tf32), warp w of
+// the warpgroup holding rows 16w..16w+15: a0 (g, t), a1 (g+8, t), a2 (g, t+4),
+// a3 (g+8, t+4); d[4j + e] is row g + 8 (e / 2), column 8j + 2t + e % 2.
+#define SGEMM_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
+                    "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+__device__ inline void wgmma_m64n128k8_tf32(
+    float (&d)[64], const uint32_t (&a)[4], uint64_t b_desc, bool accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+      : SGEMM_D8(0), SGEMM_D8(8), SGEMM_D8(16), SGEMM_D8(24),
+        SGEMM_D8(32), SGEMM_D8(40), SGEMM_D8(48), SGEMM_D8(56)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(int(accumulate)));
+}
+#undef SGEMM_D8
 
 }  // namespace sgemm
 

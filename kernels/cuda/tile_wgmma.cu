@@ -1,0 +1,192 @@
+// Specialized for Hopper: warpgroup MMA (wgmma), fed by a producer warpgroup.
+//
+// The mma.sync kernels are bound by instruction issue, not by the tensor cores
+// (benchmarks/NOTES.md): per m16n8k8 product a thread also loads and splits its
+// fragments. A wgmma m64n128k8 does 16 such products for one issue slot and
+// reads one operand from shared memory itself. What is left around it (the
+// copies, most of the 3xTF32 split) is given to warps of its own, so that it
+// runs beside the products instead of between them (measured: in the same
+// warps it cost as much time as the products).
+//
+// TF32 wgmma wants its shared-memory operand K-major. Of C = A B that is A
+// (row-major A: its k runs fastest already); B (row-major: its n runs fastest)
+// goes through registers instead. So each consumer warpgroup computes a tile
+// of C transposed, D = C^T = B^T A^T: B^T's 64 x 8 fragments are loaded from
+// shared memory into registers, A's tile is read by the tensor cores.
+//
+// Block: 128 x 128 of C, 384 threads = 3 warpgroups.
+// - Warpgroup 0, the producer, copies k-tiles of A and B into a ring of STAGES
+//   shared-memory stages with cp.async (A in wgmma's core-matrix layout,
+//   sgemm::CoreMatrixTile; B in its own orientation, sgemm::SmemTile), one
+//   k-tile ahead of the one it hands over; with SPLIT it splits A's tile in
+//   place into big and small parts (3xTF32) before handing it over.
+// - Warpgroups 1 and 2, the consumers, each own 64 columns x 128 rows of C (one
+//   m64n128 accumulator, 64 floats per thread): they split their B fragments
+//   in registers and issue the products.
+// Named barriers pass the stages: FULL(s) when the producer has filled stage s,
+// EMPTY(s) when the consumers' products that read it are done. The producer
+// gives back registers it does not need, the consumers take them.
+//
+// SPLIT (float32 accuracy): big*big + big*small + small*big per k8 step, into
+// a fresh accumulator per k-tile that the FP32 units add to the running sum
+// (the tensor cores' accumulation rounds toward zero: see warp_tile_mma). The
+// split does not handle Inf and NaN (sgemm::split_tf32_fast); the block notes
+// whether its operands hold any, and then each output is recomputed with plain
+// FMAs, as exact as any float32 product. Without SPLIT: one product per step,
+// accumulated by the tensor cores, like cuBLAS's TF32 mode (the tensor cores
+// truncate each float32 to TF32).
+constexpr int THREADS = 384;
+// setmaxnreg moves registers within what the block was given at launch: 384
+// threads x 168 (the most that lets 384 threads fit in 64K). A warpgroup that
+// asks for more than the others gave back would wait for ever.
+constexpr int ENTRY_REGISTERS = 168, PRODUCER_REGISTERS = 120;
+constexpr int CONSUMER_REGISTERS =
+    (THREADS * ENTRY_REGISTERS - 128 * PRODUCER_REGISTERS) / 256 / 8 * 8;
+static_assert(BM == 128 && BN == 128, "2 consumer warpgroups of m64n128 products");
+static_assert(2 * STAGES + 1 < 16, "named barriers 1..15");
+
+using ATile = sgemm::CoreMatrixTile<BM, BK>;
+constexpr int A_FLOATS = ATile::FLOATS;
+constexpr int B_FLOATS = sgemm::SmemTile<sgemm::ROW_MAJOR, BK, BN>::MAX_FLOATS;
+constexpr int A_PARTS = SPLIT ? 2 : 1;  // A's (big, small) or the one TF32 tile
+constexpr int STAGE_FLOATS = A_PARTS * A_FLOATS + B_FLOATS;
+
+// STAGES x (A's parts, B); the spec asks MLX for this much dynamic shared
+// memory (mlx_sgemm/specs.py).
+extern __shared__ float4 smem_float4[];
+float* const smem = reinterpret_cast<float*>(smem_float4);
+auto a_part = [&](int kt, int part) {
+  return smem + (kt % STAGES) * STAGE_FLOATS + part * A_FLOATS;
+};
+auto b_tile = [&](int kt) { return smem + (kt % STAGES) * STAGE_FLOATS + A_PARTS * A_FLOATS; };
+auto full = [](int kt) { return 1 + kt % STAGES; };
+auto empty = [](int kt) { return 1 + STAGES + kt % STAGES; };
+constexpr int PRODUCERS_ONLY = 1 + 2 * STAGES;
+__shared__ int saw_non_finite;
+
+const sgemm::Tile t = sgemm::locate_tile<GROUP_M>(
+    BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
+const int k_tiles = (t.K + BK - 1) / BK;
+const int warpgroup = threadIdx.x / 128;
+if (threadIdx.x == 0) saw_non_finite = 0;
+__syncthreads();
+float probe = 0.0f;  // NaN once this thread has seen an Inf or NaN
+
+if (warpgroup == 0) {
+  // The producer. Copies are compiled per layout pair: 16-byte copies along
+  // each operand's contiguous direction, consecutive threads on consecutive
+  // addresses; 4-byte copies where strides forbid 16 bytes.
+  sgemm::registers_decrease<PRODUCER_REGISTERS>();
+  sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) {
+    constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
+    // Iteration kt starts the copy of k-tile kt and hands over k-tile kt - 1.
+    for (int kt = 0; kt <= k_tiles; ++kt) {
+      if (kt < k_tiles) {
+        // Stage kt % STAGES is free once the products of k-tile kt - STAGES are done.
+        if (kt >= STAGES) sgemm::barrier_sync(empty(kt), THREADS);
+        sgemm::cp_async_core_matrix_tile<BM, BK, 128, AL>(a_part(kt, 0), t.A, t.row0, kt * BK);
+        sgemm::cp_async_tile<BK, BN, 128, BL>(b_tile(kt), t.B, kt * BK, t.col0);
+      }
+      sgemm::cp_async_commit();
+      if (kt == 0) continue;
+      const int ready = kt - 1;
+      sgemm::cp_async_wait<1>();  // this thread's copies of k-tile `ready` landed
+      if (SPLIT) {
+        sgemm::barrier_sync(PRODUCERS_ONLY, 128);  // and every producer's
+        float* big = a_part(ready, 0);
+        float* small = a_part(ready, 1);
+#pragma unroll
+        for (int j = 0; j < A_FLOATS / 4 / 128; ++j) {
+          const int i = 4 * (j * 128 + threadIdx.x);
+          const float4 x = *reinterpret_cast<const float4*>(big + i);
+          float4 xb, xs;
+          sgemm::split_tf32_fast(x.x, xb.x, xs.x, probe);
+          sgemm::split_tf32_fast(x.y, xb.y, xs.y, probe);
+          sgemm::split_tf32_fast(x.z, xb.z, xs.z, probe);
+          sgemm::split_tf32_fast(x.w, xb.w, xs.w, probe);
+          *reinterpret_cast<float4*>(big + i) = xb;
+          *reinterpret_cast<float4*>(small + i) = xs;
+        }
+      }
+      sgemm::fence_proxy_async();  // this thread's writes, for the tensor cores
+      sgemm::barrier_arrive(full(ready), THREADS);
+    }
+  });
+  if (!(probe == 0.0f)) saw_non_finite = 1;
+  __syncthreads();  // with the consumers' below: saw_non_finite is final
+} else {
+  sgemm::registers_increase<CONSUMER_REGISTERS>();
+  // This thread's rows of B^T (columns of C) in the fragments: consumer
+  // warpgroup w has columns 64 w.., its warp rows 16 (warp % 4).. of those.
+  const int tid = threadIdx.x % 128, lane = tid % 32, g = lane / 4, tg = lane % 4;
+  const int n0 = (warpgroup - 1) * 64 + (tid / 32) * 16 + g;
+  float acc[64] = {};
+  // Compiled per layout of B and inlined: wgmma products must not be split by
+  // a function call (ptxas then serializes them).
+  sgemm::with_layout(t.B, [&](auto b_layout) {
+    using BTile = sgemm::SmemTile<decltype(b_layout)::value, BK, BN>;
+    float part[64] = {};
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      sgemm::barrier_sync(full(kt), THREADS);
+#pragma unroll
+      for (int s = 0; s < BK / 8; ++s) {
+        // B^T's fragments for this k8 step (layout: sgemm::wgmma_m64n128k8_tf32).
+        uint32_t big[4], small[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float x = BTile::at(b_tile(kt), 8 * s + tg + 4 * (e / 2), n0 + 8 * (e % 2));
+          if (SPLIT) {
+            float xb, xs;
+            sgemm::split_tf32_fast(x, xb, xs, probe);
+            big[e] = __float_as_uint(xb);
+            small[e] = __float_as_uint(xs);
+          } else {
+            big[e] = __float_as_uint(x);
+          }
+        }
+        sgemm::wgmma_fence();
+        const int k8 = ATile::offset(0, 8 * s);  // the k8 slice of each A part
+        const uint64_t a_big = sgemm::wgmma_descriptor<ATile>(a_part(kt, 0) + k8);
+        if (SPLIT) {
+          sgemm::wgmma_m64n128k8_tf32(part, big, a_big, s > 0);
+          sgemm::wgmma_m64n128k8_tf32(
+              part, big, sgemm::wgmma_descriptor<ATile>(a_part(kt, A_PARTS - 1) + k8), true);
+          sgemm::wgmma_m64n128k8_tf32(part, small, a_big, true);
+        } else {
+          sgemm::wgmma_m64n128k8_tf32(acc, big, a_big, true);
+        }
+      }
+      sgemm::wgmma_commit();
+      // All 12 products' fragment registers stay live until they complete, so
+      // waiting every k-tile is what the registers allow (waiting every 2
+      // k-tiles made ptxas serialize the products: too few registers).
+      sgemm::wgmma_wait<0>();
+      // The producer waits for this only while it has k-tiles left to copy.
+      if (kt + STAGES < k_tiles) sgemm::barrier_arrive(empty(kt), THREADS);
+      if (SPLIT) {
+#pragma unroll
+        for (int i = 0; i < 64; ++i) acc[i] += part[i];
+      }
+    }
+  });
+  if (!(probe == 0.0f)) saw_non_finite = 1;
+  __syncthreads();
+
+  // acc[4j + e] is C^T's (n0 + 8 (e / 2), 8j + 2 tg + e % 2). Where the
+  // block's operands hold an Inf or NaN, each output is recomputed with FMAs.
+  const bool exact = SPLIT && saw_non_finite;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = t.row0 + 8 * j + 2 * tg + e % 2, col = t.col0 + n0 + 8 * (e / 2);
+      if (row >= t.M || col >= t.N) continue;
+      float v = acc[4 * j + e];
+      if (exact) {
+        v = 0.0f;
+        for (int k = 0; k < t.K; ++k) v = fmaf(t.A(row, k), t.B(k, col), v);
+      }
+      t.C[row * t.ldc + col] = v;
+    }
+  }
+}
