@@ -32,13 +32,14 @@ def parse_variant(text: str) -> tuple[str, specs.KernelSpec]:
         for c in changes.split(",") if c.startswith("D_")
     )  # D_NAME=1: a macro ahead of the header, for experiments
     changes = ",".join(c for c in changes.split(",") if not c.startswith("D_"))
-    if stage == "tile_async" and device.backend() == device.CUDA:
+    builders = {"tile_async": specs.cuda_pipelined, "tile_wgmma": specs.cuda_wgmma}
+    if stage in builders and device.backend() == device.CUDA:
         # Its shared memory follows from the template: rebuild it from the builder.
         kwargs = {}
         for change in filter(None, changes.split(",")):
             key, _, value = change.partition("=")
             kwargs[key] = int(value)
-        return text, dataclasses.replace(specs.cuda_pipelined(**kwargs), defines=defines)
+        return text, dataclasses.replace(builders[stage](stage, **kwargs), defines=defines)
     spec = dataclasses.replace(specs.spec(stage, device.backend()), defines=defines)
     template = dict(spec.template)
     fields = {}

@@ -1,0 +1,175 @@
+"""Time the small-M kernel (kernels/cuda/small_m.cu) on decode-time shapes, next to
+mx.matmul, with B row-major (x @ W) or a transposed view (x @ W.T), and split-K.
+
+    python benchmarks/small_m_explore.py --M 1 4 8 --S 1 4 8 16 \\
+        "" "BN=64,U=4" "BN=32,WARPS=8,U=8,UC=1,min_blocks=2"
+
+A variant is `key=value` changes to the small_m spec: a template constant (BN,
+WARPS, U, UC; block_n and the threadgroup follow BN and WARPS), a KernelSpec
+field (min_blocks), or D_NAME=1 (a macro ahead of the header). Split-K S runs the
+kernel on A viewed as (S, M, K/S) (mx.as_strided) and B as (S, K/S, N), then
+mx.sum over S: views, no copies. Every result is checked against float64 (error
+as in mlx_sgemm.accuracy). Also prints the device's read / copy bandwidth and the
+per-call floor of the timing (a tiny product). Rows go to --csv as they come.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import os
+import sys
+import time
+
+import mlx.core as mx
+import numpy as np
+
+from mlx_sgemm import accuracy, bench, device, ops, registry, specs, timing
+from mlx_sgemm.problem import plan
+
+SHAPES = ("4096x4096", "1024x4096", "14336x4096", "4096x14336")  # N x K
+
+
+def variant_spec(text: str) -> specs.KernelSpec:
+    base = specs.spec("small_m", "cuda")
+    template, fields, defines = dict(base.template), {}, []
+    for change in filter(None, text.split(",")):
+        key, _, value = change.partition("=")
+        if key.startswith("D_"):
+            defines.append((key[2:], int(value)))
+        elif key in template:
+            template[key] = int(value)
+        else:
+            fields[key] = int(value)
+    return dataclasses.replace(
+        base, template=tuple(template.items()), block_n=template["BN"],
+        threadgroup=(32 * template["WARPS"], 1, 1), defines=tuple(defines), **fields,
+    )
+
+
+def split_k(a, b, w, s):
+    """(S, M, K/S) and (S, K/S, N) views of a (M, K) and of b (K, N), or of w.T when
+    w (N, K) is given (b then a transposed view)."""
+    m, k = a.shape
+    a_s = mx.as_strided(a, (s, m, k // s), (k // s, k, 1))
+    if w is None:
+        return a_s, b.reshape(s, k // s, b.shape[1])
+    n = w.shape[0]
+    return a_s, mx.swapaxes(mx.as_strided(w, (s, n, k // s), (k // s, k, 1)), 1, 2)
+
+
+def product(spec, a, b, w, s):
+    if s == 1:
+        return lambda: ops.launch(spec, a, w.T if w is not None else b)
+    a_s, b_s = split_k(a, b, w, s)
+    return lambda: mx.sum(ops.launch(spec, a_s, b_s), axis=0)
+
+
+def lean(spec, a, b):
+    """The kernel called directly, its params array made once: ops.launch without
+    the Python planning, to tell the per-call overhead from the kernel's time."""
+    p = plan(a.shape, b.shape)
+    params = mx.array(p.params(spec.block_m, spec.block_n), dtype=mx.int32)
+    mx.eval(params)
+    kernel = registry.kernel(spec)
+    grid = p.grid(spec.block_m, spec.block_n, spec.threadgroup)
+    shape = [p.kernel_out_shape()]
+    template = list(spec.template)
+    return lambda: kernel(inputs=[a, b, params], output_shapes=shape, output_dtypes=[mx.float32],
+                          grid=grid, threadgroup=spec.threadgroup, template=template)[0]
+
+
+def bandwidth(repeats):
+    x = mx.random.normal((96 * 2**20,))  # 384 MB: far beyond L2
+    mx.eval(x)
+    read = timing.median_seconds(lambda: mx.sum(x), repeats=repeats)
+    copy = timing.median_seconds(lambda: x + 1.0, repeats=repeats)
+    nbytes = x.size * 4
+    print(f"bandwidth: read (mx.sum) {nbytes / read / 1e12:.2f} TB/s, "
+          f"copy (x + 1) {2 * nbytes / copy / 1e12:.2f} TB/s")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("variants", nargs="*", default=[""])
+    parser.add_argument("--M", nargs="+", type=int, default=[1, 4, 8])
+    parser.add_argument("--shapes", nargs="+", default=list(SHAPES), help="N x K")
+    parser.add_argument("--S", nargs="+", type=int, default=[1, 2, 4, 8, 16])
+    parser.add_argument("--layouts", nargs="+", default=["row", "col"])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--budget", type=float, default=1e9, help="stop after this many seconds")
+    parser.add_argument("--csv", default=None)
+    parser.add_argument("--lean", action="store_true", help="also time the first variant called directly")
+    args = parser.parse_args(argv)
+    if device.backend() != device.CUDA:
+        print("small_m is a CUDA kernel: nothing to time here")
+        return 1
+    start = time.perf_counter()
+    print(bench.device_name(), "MLX_ENABLE_TF32 =", os.environ.get("MLX_ENABLE_TF32"))
+    bandwidth(args.repeats)
+    variants = [(v or "default", variant_spec(v)) for v in args.variants]
+    t_a, t_b = accuracy.random_operands((1, 32), (32, 32))
+    floor = timing.median_seconds(lambda: ops.launch(variants[0][1], t_a, t_b), repeats=args.repeats)
+    floor_mm = timing.median_seconds(lambda: mx.matmul(t_a, t_b), repeats=args.repeats)
+    floor_lean = timing.median_seconds(lean(variants[0][1], t_a, t_b), repeats=args.repeats)
+    print(f"per-call floor (1x32x32): small_m {floor * 1e6:.1f} us (lean {floor_lean * 1e6:.1f} us), "
+          f"mx.matmul {floor_mm * 1e6:.1f} us")
+
+    out = open(args.csv, "a", newline="") if args.csv else None
+    writer = None
+    print(f"{'M':>2} {'N':>6} {'K':>6} {'B':>3} {'S':>2} {'variant':34s} {'us':>8} {'mm us':>8} "
+          f"{'x mm':>6} {'TB/s':>5} {'err':>8} {'mm err':>8}")
+    for shape in args.shapes:
+        n, k = map(int, shape.split("x"))
+        _, b = accuracy.random_operands((1, 1), (k, n))
+        w = mx.contiguous(b.T)  # (N, K): b's values, for x @ W.T
+        mx.eval(b, w)
+        b64 = np.asarray(b, dtype=np.float64)
+        for m in args.M:
+            a, _ = accuracy.random_operands((m, k), (1, 1))
+            mx.eval(a)
+            a64 = np.asarray(a, dtype=np.float64)
+            ref = a64 @ b64
+            scale = np.linalg.norm(np.abs(a64) @ np.abs(b64))
+
+            def error(c):
+                c = np.asarray(c, dtype=np.float64)
+                return float("inf") if not np.all(np.isfinite(c)) else float(np.linalg.norm(c - ref) / scale)
+
+            for layout in args.layouts:
+                wl = w if layout == "col" else None
+                bb = w.T if layout == "col" else b
+                mm_s = timing.median_seconds(lambda: mx.matmul(a, bb), repeats=args.repeats)
+                mm_err = error(mx.matmul(a, bb))
+                runs = [(label, spec, s, product(spec, a, b, wl, s)) for label, spec in variants for s in args.S
+                        if not (k % s or (k // s) % 4)]
+                if args.lean:
+                    runs.insert(1, ("lean " + variants[0][0], variants[0][1], 1, lean(variants[0][1], a, bb)))
+                for label, spec, s, fn in runs:
+                    if time.perf_counter() - start > args.budget:
+                        print("budget spent: stopping")
+                        return 0
+                    try:
+                        secs = timing.median_seconds(fn, repeats=args.repeats)
+                        err = error(fn())
+                    except Exception as e:  # noqa: BLE001 (report and go on)
+                        print(f"{m} {n} {k} {layout} {s} {label}: FAILED {e}")
+                        continue
+                    row = dict(M=m, N=n, K=k, layout=layout, S=s, variant=label,
+                               us=secs * 1e6, matmul_us=mm_s * 1e6, x_matmul=mm_s / secs,
+                               tb_s=k * n * 4 / secs / 1e12, error=err, matmul_error=mm_err)
+                    print(f"{m:2d} {n:6d} {k:6d} {layout:>3} {s:2d} {label:34s} {secs * 1e6:8.1f} "
+                          f"{mm_s * 1e6:8.1f} {mm_s / secs:6.2f} {row['tb_s']:5.2f} {err:8.1e} {mm_err:8.1e}")
+                    if out:
+                        if writer is None:
+                            writer = csv.DictWriter(out, fieldnames=list(row))
+                            if out.tell() == 0:
+                                writer.writeheader()
+                        writer.writerow(row)
+                        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
