@@ -663,20 +663,18 @@ __device__ inline void cp_async_core_matrix_tile(float* smem, const Operand& x, 
 }
 
 // The 3xTF32 split for operands on their way to the tensor cores: big = x
-// truncated to TF32 (exact, never overflows) and small = x - big rounded to
-// TF32 (to nearest: its error has no bias). Non-finite x are
-// not handled here (small = NaN); instead `probe` turns NaN if any x is Inf or
-// NaN (Inf * 0 = NaN), and the caller recomputes what they touch exactly.
-__device__ inline float tf32_truncated(float x) {
-  return __uint_as_float(__float_as_uint(x) & 0xffffe000u);
-}
-__device__ inline float tf32_rounded_finite(float x) {  // to nearest, ties away
+// rounded to TF32 and small = x - big rounded to TF32, both to nearest (ties
+// away), so |small| <= 2^-11 |x| and the dropped small * small term stays
+// below float32's rounding. Integer arithmetic on the bits, no checks: a
+// non-finite x, or a big that rounds up to Inf, makes `probe` NaN (Inf * 0),
+// and the caller then recomputes what they touch exactly.
+__device__ inline float tf32_rounded(float x) {
   return __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xffffe000u);
 }
 __device__ inline void split_tf32_fast(float x, float& big, float& small, float& probe) {
-  big = tf32_truncated(x);
-  small = tf32_rounded_finite(x - big);
-  probe = fmaf(x, 0.0f, probe);
+  big = tf32_rounded(x);
+  small = tf32_rounded(x - big);
+  probe = fmaf(big, 0.0f, probe);
 }
 
 // Named barriers (ids 1..15; 0 is __syncthreads) between the warps of one
