@@ -5,6 +5,7 @@
 """
 
 from . import nn
+from .autotuning import autotune
 from .device import backend
 from .ops import (
     gemm,
@@ -21,6 +22,7 @@ from .ops import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "autotune",
     "backend",
     "gemm",
     "matmul",

@@ -5,17 +5,23 @@ product of at most 8 rows (a token's activations against a weight) is bound by
 reading B and runs small_m, float32 FMAs at memory speed, in either precision.
 On Hopper GPUs everything else runs the wgmma pipeline (tile_wgmma: 3xTF32
 for float32 accuracy, one pass for TF32), with K split across threadgroups
-when the output has too few 128x128 tiles to fill the GPU. Other CUDA GPUs get the fastest mma.sync / FMA
-kernels: tile_threads for float32 (~31 TFLOP/s at 8192^3 on an H200, ahead of
-the 3xTF32 mma.sync pipeline's ~19) and tile_async's single TF32 pass. On
-Metal the pipelined simdgroup-matrix kernel is the float32 choice.
+when the output has too few 128x128 tiles to fill the GPU. Other CUDA GPUs
+get the fastest mma.sync / FMA kernels: tile_threads for float32 (~36 TFLOP/s
+at 8192^3 on an H200, ahead of the 3xTF32 mma.sync pipeline's ~19) and
+tile_async's single TF32 pass. On Metal the pipelined simdgroup-matrix kernel
+is the float32 choice.
+
+That is the heuristic. ``mlx_sgemm.autotune`` times the candidates for a shape
+instead, once per (device, precision, shape class), and what it found (kept in
+mlx_sgemm.tuning's cache) takes precedence.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
-from . import device, specs
+from . import device, specs, tuning
 from .problem import Plan
 
 PRECISIONS = ("float32", "tf32")
@@ -72,9 +78,74 @@ def choose(backend: str, precision: str, p: Plan) -> specs.KernelSpec:
         return specs.spec("tile_simdgroup", backend)
 
 
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """A kernel and how many ways it splits K: one way to compute a product."""
+
+    spec: specs.KernelSpec
+    k_splits: int = 1
+
+    @property
+    def key(self) -> str:
+        """A name for the autotune cache: the spec's stage and template, the split."""
+        template = ",".join(f"{k}={int(v)}" for k, v in self.spec.template)
+        return f"{self.spec.stage}[{template}]/{self.k_splits}"
+
+
+def heuristic(backend: str, precision: str, p: Plan) -> Launch:
+    spec = choose(backend, precision, p)
+    return Launch(spec, k_splits(backend, spec, p))
+
+
+def candidates(backend: str, precision: str, p: Plan) -> list[Launch]:
+    """What the autotuner times for ``p``: the heuristic's choice first, then
+    its neighbours (pipeline depth, tile order, K split) and the other kernels
+    that can win somewhere (FMA tile_threads, small_m for few rows)."""
+    found = [heuristic(backend, precision, p)]
+
+    def add(spec, splits=(1,)):
+        for s in splits:
+            launch = Launch(spec, s)
+            if launch not in found:
+                found.append(launch)
+
+    if backend == device.CUDA:
+        if device.has_wgmma():
+            float32 = precision != "tf32"
+            base = _HOPPER_FLOAT32 if float32 else _HOPPER_TF32
+            default_splits = k_splits(backend, base, p)
+            splits = sorted({1, default_splits, 2 * default_splits} if p.K >= 2 * MIN_SPLIT_K else {1})
+            add(base, splits)
+            deepest = 4 if float32 else 6  # stages that fit in 227 KB (specs.cuda_wgmma)
+            for stages, group_m in ((deepest - 1, 8), (deepest, 4), (deepest, 16)):
+                add(specs.cuda_wgmma(base.stage, SPLIT=float32, STAGES=stages, GROUP_M=group_m), splits)
+        add(_CUDA_TF32 if precision == "tf32" else specs.spec("tile_threads", backend))
+        if p.M <= 4 * SMALL_M:
+            add(specs.spec("small_m", backend))
+    elif backend == device.METAL:
+        for stage in ("tile_async", "tile_simdgroup", "tile_threads"):
+            add(specs.spec(stage, backend))
+    return found
+
+
+def tuned(backend: str, precision: str, p: Plan) -> Launch | None:
+    """The autotuner's pick for p's shape class on this device, if it ran."""
+    if not tuning.entries():  # nothing tuned: the common case, kept cheap
+        return None
+    key = tuning.lookup(device.name(), precision, p)
+    if key is None:
+        return None
+    for launch in candidates(backend, precision, p):
+        if launch.key == key:
+            return launch
+    return None  # stale: no such candidate any more
+
+
 @functools.cache
 def chooser(precision: str):
-    return lambda backend, p: choose(backend, precision, p)
+    """choose(backend, plan) -> Launch for matmul: the autotuner's pick where
+    there is one, else the heuristic."""
+    return lambda backend, p: tuned(backend, precision, p) or heuristic(backend, precision, p)
 
 
 def variants(backend: str) -> list[specs.KernelSpec]:

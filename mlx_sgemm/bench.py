@@ -59,11 +59,7 @@ class Measurement:
         return [f.name for f in fields(cls)]
 
 
-def device_name() -> str:
-    try:
-        return str(mx.device_info().get("device_name", "unknown GPU"))
-    except Exception:  # noqa: BLE001 - builds without device_info
-        return "unknown GPU"
+device_name = device.name
 
 
 def apple_gpu_cores() -> int | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import mlx.core as mx
 
 METAL, CUDA, CPU_FALLBACK = "metal", "cuda", "cpu-fallback"
@@ -37,6 +39,9 @@ def backend(stream=None) -> str:
     return CPU_FALLBACK
 
 
+# The GPU does not change within a process, and mx.device_info() is not free
+# (on CUDA it also queries free memory): asked once, remembered.
+@functools.cache
 def cuda_compute_capability() -> tuple[int, int] | None:
     """(major, minor) of the CUDA GPU MLX runs on, or None without one."""
     if not mx.cuda.is_available():
@@ -52,3 +57,12 @@ def has_wgmma() -> bool:
     """Hopper (compute capability 9.0): warpgroup MMA, which MLX's NVRTC build
     targets as sm_90a. Later architectures do not have wgmma."""
     return cuda_compute_capability() == (9, 0)
+
+
+@functools.cache
+def name() -> str:
+    """The GPU's name as MLX reports it ("NVIDIA H200", "Apple M2 Max", ...)."""
+    try:
+        return str(mx.device_info().get("device_name", "unknown GPU"))
+    except Exception:  # noqa: BLE001 - builds without device_info
+        return "unknown GPU"

@@ -118,8 +118,8 @@ def _matmul_vjp(product, a, b, g, stream):
 
 
 @functools.cache
-def _differentiable(choose: Callable[[str, Plan], specs.KernelSpec], backend: str, stream):
-    """``a @ b`` with kernel ``choose(backend, plan)`` as an mx.custom_function.
+def _differentiable(choose: Callable[[str, Plan], adaptive.Launch], backend: str, stream):
+    """``a @ b`` with the launch ``choose(backend, plan)`` as an mx.custom_function.
 
     One per (kernel choice, backend, stream), created once: the vjp and jvp call
     it again, so higher derivatives run on our kernels too.
@@ -133,9 +133,8 @@ def _differentiable(choose: Callable[[str, Plan], specs.KernelSpec], backend: st
         # outputs: stopping the gradient on the kernel's inputs keeps it off that
         # path, so the jvp below is used instead. (Costs nothing: no copy.)
         a, b = mx.stop_gradient(a), mx.stop_gradient(b)
-        p = plan(a.shape, b.shape)
-        spec = choose(backend, p)
-        return launch(spec, a, b, stream, k_splits=adaptive.k_splits(backend, spec, p))
+        how = choose(backend, plan(a.shape, b.shape))
+        return launch(how.spec, a, b, stream, k_splits=how.k_splits)
 
     product = mx.custom_function(forward)
 
@@ -160,8 +159,8 @@ def _run(choose, a, b, stream) -> mx.array:
 
 
 @functools.cache
-def _stage_kernel(stage: str) -> Callable[[str, Plan], specs.KernelSpec]:
-    return lambda backend, _plan: specs.spec(stage, backend)
+def _stage_kernel(stage: str) -> Callable[[str, Plan], adaptive.Launch]:
+    return lambda backend, _plan: adaptive.Launch(specs.spec(stage, backend))
 
 
 def _make_op(stage: str):
@@ -218,7 +217,9 @@ def matmul(a: mx.array, b: mx.array, *, precision: str = "float32", stream=None)
             accurate than asked, never less). Anything else raises ValueError.
         stream: stream or device; a CPU one computes with ``mx.matmul``.
 
-    Differentiable; the kernel choice is :func:`mlx_sgemm.adaptive.choose`.
+    Differentiable. The kernel is the one :func:`mlx_sgemm.autotune` found
+    fastest for this shape class on this device, if it ran, else the heuristic
+    :func:`mlx_sgemm.adaptive.choose` (with K split where tiles are few).
     """
     adaptive.check_precision(precision)
     return _run(adaptive.chooser(precision), a, b, stream)

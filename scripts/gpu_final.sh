@@ -5,7 +5,7 @@
 source scripts/gpu_env.sh
 case "$1" in
   tests)
-    timeout 300 python3 -m pytest -q -p no:cacheprovider -rfEs tests/test_gpu_ops.py \
+    timeout 300 python3 -m pytest -q -p no:cacheprovider -rfEs tests/test_gpu_ops.py tests/test_gpu_autotune.py \
       tests/test_autodiff.py tests/test_hardening.py tests/test_gpu_layouts.py \
       tests/test_gpu_small_m.py tests/test_examples.py tests/test_cli.py tests/test_adaptive.py \
       tests/test_problem.py tests/test_ops_cpu.py -s > "$OUT/pytest.log" 2>&1

@@ -1,0 +1,93 @@
+"""The autotuner's memory: which kernel won, per (device, precision, shape class).
+
+A JSON file, by default ``~/.cache/mlx_sgemm/autotune.json``; the environment
+variable ``MLX_SGEMM_AUTOTUNE_CACHE`` names another. It is read once per process
+(again when the path changes) and written whole, atomically, after each tuning.
+A file that cannot be read or parsed is treated as empty, with a warning, and
+replaced at the next tuning: a corrupt cache costs a re-tune, never a wrong
+kernel (an entry only selects among the kernels ``adaptive.candidates`` offers
+for the shape, and an entry naming none of them is ignored).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+from .problem import Plan
+
+CACHE_ENV = "MLX_SGEMM_AUTOTUNE_CACHE"
+VERSION = 1  # bump when kernels change enough that old timings mislead
+
+# (the environment's override when loaded, the entries): matmul asks on every
+# call, so the file is read once and the path rebuilt only when the override
+# changes.
+_loaded: tuple[str | None, dict] | None = None
+
+
+def cache_path() -> Path:
+    override = os.environ.get(CACHE_ENV)
+    return Path(override) if override else Path.home() / ".cache" / "mlx_sgemm" / "autotune.json"
+
+
+def _bucket(n: int) -> int:
+    """The power of two at or above n: products within a factor of 2 share a class."""
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def shape_class(p: Plan) -> str:
+    return f"M{_bucket(p.M)}-N{_bucket(p.N)}-K{_bucket(p.K)}-B{_bucket(p.batch)}"
+
+
+def entry_key(device_name: str, precision: str, p: Plan) -> str:
+    return f"{device_name}|{precision}|{shape_class(p)}"
+
+
+def _read(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        warnings.warn(f"ignoring the autotune cache {path}: {e}", stacklevel=3)
+        return {}
+    if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("entries"), dict):
+        warnings.warn(f"ignoring the autotune cache {path}: not a version {VERSION} cache", stacklevel=3)
+        return {}
+    return {k: v for k, v in data["entries"].items() if isinstance(v, dict) and isinstance(v.get("choice"), str)}
+
+
+def entries() -> dict:
+    """The cache's entries (loaded once per path)."""
+    global _loaded
+    override = os.environ.get(CACHE_ENV)
+    if _loaded is None or _loaded[0] != override:
+        _loaded = (override, _read(cache_path()))
+    return _loaded[1]
+
+
+def lookup(device_name: str, precision: str, p: Plan) -> str | None:
+    """The winning launch's key for this shape's class, if it was tuned."""
+    entry = entries().get(entry_key(device_name, precision, p))
+    return entry["choice"] if entry else None
+
+
+def store(device_name: str, precision: str, p: Plan, choice: str, seconds: dict[str, float]) -> None:
+    """Remember ``choice`` (and every candidate's time) for this shape's class."""
+    table = dict(entries())
+    table[entry_key(device_name, precision, p)] = {
+        "choice": choice, "shape": [p.M, p.N, p.K, p.batch], "seconds": seconds,
+    }
+    path = cache_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as f:
+            json.dump({"version": VERSION, "entries": table}, f, indent=1)
+        os.replace(f.name, path)  # atomic: readers see the old file or the new one
+    except OSError as e:
+        warnings.warn(f"could not write the autotune cache {path}: {e}", stacklevel=2)
+    global _loaded
+    _loaded = (os.environ.get(CACHE_ENV), table)

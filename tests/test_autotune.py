@@ -1,0 +1,102 @@
+"""The autotuner and its cache, without a GPU: kernels and timings are faked, the
+selection, the accuracy gate, the cache file and matmul's use of it are real."""
+
+import json
+import warnings
+
+import mlx.core as mx
+import pytest
+
+import mlx_sgemm
+from mlx_sgemm import adaptive, autotuning, device, tuning
+from mlx_sgemm.problem import plan
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    path = tmp_path / "tune" / "autotune.json"
+    monkeypatch.setenv(tuning.CACHE_ENV, str(path))
+    return path
+
+
+@pytest.fixture
+def fake_hopper(monkeypatch):
+    """A CUDA Hopper GPU whose kernels are mx.matmul, except tile_threads (wrong),
+    and whose timings favour tile_wgmma with STAGES=3 and no K split."""
+    monkeypatch.setattr(device, "backend", lambda stream=None: device.CUDA)
+    monkeypatch.setattr(device, "has_wgmma", lambda: True)
+    monkeypatch.setattr(device, "name", lambda: "Fake H200")
+    ran = []
+
+    def launch(spec, a, b, stream=None, *, k_splits=1):
+        ran.append((spec, k_splits))
+        c = mx.matmul(a, b)
+        return c + 1.0 if spec.stage == "tile_threads" else c
+
+    def median_seconds(fn, repeats=20):
+        fn()
+        spec, splits = ran[-1]
+        fast = dict(spec.template).get("STAGES") == 3 and splits == 1
+        return 1e-3 if fast else 2e-3 + 1e-4 * splits
+
+    monkeypatch.setattr(autotuning.ops, "launch", launch)
+    monkeypatch.setattr(autotuning.timing, "median_seconds", median_seconds)
+    return ran
+
+
+def test_shape_classes_round_up_to_powers_of_two():
+    assert tuning.shape_class(plan((100, 300), (300, 5000))) == "M128-N8192-K512-B1"
+    assert tuning.shape_class(plan((3, 1, 5, 7), (2, 7, 1))) == "M8-N1-K8-B8"  # batch 3 x 2
+
+
+def test_autotune_picks_the_fastest_accurate_candidate(cache, fake_hopper):
+    a, b = mx.random.normal((100, 4096)), mx.random.normal((4096, 300))
+    result = mlx_sgemm.autotune(a, b)
+    assert result["choice"].startswith("tile_wgmma[") and "STAGES=3" in result["choice"]
+    assert result["choice"].endswith("/1")
+    assert any(key.startswith("tile_threads") for key in result["rejected"])  # wrong results
+    assert all(not key.startswith("tile_threads") for key in result["seconds"])
+    stored = json.loads(cache.read_text())
+    assert stored["version"] == tuning.VERSION
+    (entry,) = stored["entries"].values()
+    assert entry["choice"] == result["choice"]
+    # matmul now launches the winner for every shape of the class.
+    p = plan((120, 4000), (4000, 260))
+    assert adaptive.chooser("float32")(device.CUDA, p).key == result["choice"]
+    assert adaptive.tuned(device.CUDA, "tf32", p) is None  # another precision: untuned
+
+
+def test_corrupt_or_foreign_cache_is_ignored_then_replaced(cache, fake_hopper):
+    cache.parent.mkdir(parents=True)
+    p = plan((100, 4096), (4096, 300))
+    for junk in ("{not json", json.dumps({"version": 0, "entries": {}}), json.dumps([1, 2])):
+        cache.write_text(junk)
+        tuning._loaded = None
+        with pytest.warns(UserWarning, match="ignoring the autotune cache"):
+            assert tuning.lookup("Fake H200", "float32", p) is None
+        assert adaptive.chooser("float32")(device.CUDA, p) == adaptive.heuristic(device.CUDA, "float32", p)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mlx_sgemm.autotune(mx.random.normal((100, 4096)), mx.random.normal((4096, 300)))
+    assert json.loads(cache.read_text())["version"] == tuning.VERSION
+
+
+def test_stale_entry_falls_back_to_the_heuristic(cache, monkeypatch):
+    monkeypatch.setattr(device, "name", lambda: "Fake H200")
+    p = plan((100, 4096), (4096, 300))
+    tuning.store("Fake H200", "float32", p, "no_such_kernel[]/1", {"no_such_kernel[]/1": 1.0})
+    assert adaptive.tuned(device.CUDA, "float32", p) is None
+    assert adaptive.chooser("float32")(device.CUDA, p) == adaptive.heuristic(device.CUDA, "float32", p)
+
+
+def test_autotune_needs_a_gpu(monkeypatch):
+    monkeypatch.setattr(device, "backend", lambda stream=None: device.CPU_FALLBACK)
+    with pytest.raises(RuntimeError, match="needs an MLX GPU backend"):
+        mlx_sgemm.autotune(mx.ones((4, 4)), mx.ones((4, 4)))
+
+
+def test_autotune_validates_like_matmul():
+    with pytest.raises(TypeError, match="b must"):
+        mlx_sgemm.autotune(mx.ones((4, 4)), [1.0])
+    with pytest.raises(ValueError, match="precision"):
+        mlx_sgemm.autotune(mx.ones((4, 4)), mx.ones((4, 4)), precision="fp16")
