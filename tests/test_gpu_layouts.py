@@ -27,9 +27,10 @@ def test_x_times_w_transposed_costs_no_copy(name):
 def test_500_shapes_compile_no_more_kernels_than_variants():
     backend = mlx_sgemm.backend()
     ops = [mlx_sgemm.matmul, *mlx_sgemm.ops.STAGE_OPS.values()]
+    before = registry.created()  # what earlier tests compiled (autotune's candidates too)
     for i in range(500):
         m, k, n = 1 + i % 37, 1 + (7 * i) % 41, 1 + (13 * i) % 43
         a, b = accuracy.random_operands((m, k), (k, n))
         mx.eval(ops[i % len(ops)](a, b))
     variants = set(specs.specs(backend)) | set(adaptive.variants(backend))
-    assert registry.created() <= len(variants)
+    assert registry.created() - before <= len(variants)
