@@ -9,7 +9,8 @@ when the output has too few 128x128 tiles to fill the GPU. Other CUDA GPUs
 get the fastest mma.sync / FMA kernels: tile_threads for float32 (~36 TFLOP/s
 at 8192^3 on an H200, ahead of the 3xTF32 mma.sync pipeline's ~19) and
 tile_async's single TF32 pass. On Metal the pipelined simdgroup-matrix kernel
-is the float32 choice.
+(tile_async) is the choice, and for M <= 8 seed 003's 8-row variant of
+tile_simdgroup (small_m). Neither Metal choice is measured here (no Apple GPU).
 
 That is the heuristic. ``mlx_sgemm.autotune`` times the candidates for a shape
 instead, once per (device, precision, shape class), and what it found (kept in
@@ -44,8 +45,9 @@ def k_splits(backend: str, spec: specs.KernelSpec, p: Plan) -> int:
 
     Split-K pays when the output has too few tiles to give every SM one while K
     is long: each split's threadgroups then take a stretch of K, and the partial
-    products are summed afterwards (ops.launch). Only the Hopper pipeline splits:
-    it is the kernel for large products on a GPU with many SMs.
+    products are summed afterwards (ops.launch). Every kernel can split, but the
+    heuristic splits only the Hopper pipeline, the one measured (the autotuner
+    tries splits everywhere).
     """
     if backend != device.CUDA or spec.source_file != "tile_wgmma.cu":
         return 1
@@ -72,10 +74,9 @@ def choose(backend: str, precision: str, p: Plan) -> specs.KernelSpec:
         if device.has_wgmma():
             return _HOPPER_TF32 if precision == "tf32" else _HOPPER_FLOAT32
         return _CUDA_TF32 if precision == "tf32" else specs.spec("tile_threads", backend)
-    try:
-        return specs.spec("tile_async", backend)
-    except ValueError:  # no pipelined kernel for this backend yet
-        return specs.spec("tile_simdgroup", backend)
+    if p is not None and p.M <= SMALL_M:
+        return specs.spec("small_m", backend)  # on Metal: seed 003's 8-row tile
+    return specs.spec("tile_async", backend)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,8 +124,11 @@ def candidates(backend: str, precision: str, p: Plan) -> list[Launch]:
         if p.M <= 4 * SMALL_M:
             add(specs.spec("small_m", backend))
     elif backend == device.METAL:
-        for stage in ("tile_async", "tile_simdgroup", "tile_threads"):
-            add(specs.spec(stage, backend))
+        # Every Metal kernel can split K too (sgemm.h's locate_tile); unmeasured
+        # on Apple GPUs, so only the autotuner tries it.
+        splits = (1, 2, 4) if p.K >= 2 * MIN_SPLIT_K else (1,)
+        for stage in ("tile_async", "tile_simdgroup", "tile_threads", "small_m"):
+            add(specs.spec(stage, backend), splits)
     return found
 
 
@@ -150,7 +154,7 @@ def chooser(precision: str):
 
 def variants(backend: str) -> list[specs.KernelSpec]:
     """Every kernel ``matmul`` may run on ``backend`` (the compile-count bound)."""
-    found = [specs.spec("small_m", backend)] if backend == device.CUDA else []
+    found = [specs.spec("small_m", backend)]
     for precision in PRECISIONS:
         spec = choose(backend, precision, None)
         if spec not in found:

@@ -170,7 +170,13 @@ _SPECS = {
         # 4 simdgroups, each a 16x16 block of 2x2 simdgroup_float8x8 accumulators.
         KernelSpec(
             "tile_simdgroup", "metal", "tile_simdgroup.metal", (128, 1, 1), 32, 32,
-            (("TILE_K", 16),),
+            (("BM", 32), ("BN", 32), ("SG_M", 16), ("SG_N", 16), ("TILE_K", 16)),
+        ),
+        # matmul's small-M variant (M <= 8), seed 003's "small" GEMM: the same
+        # kernel with an 8x128 block, 4 simdgroups of 8x32 side by side.
+        KernelSpec(
+            "small_m", "metal", "tile_simdgroup.metal", (128, 1, 1), 8, 128,
+            (("BM", 8), ("BN", 128), ("SG_M", 8), ("SG_N", 32), ("TILE_K", 16)),
         ),
         # Seed 002's best: SW x SW = 2x2 simdgroups of SIMD_TILE x SIMD_TILE = 4x4
         # accumulators (a 64x64 block), k-tiles of 16 fetched by simdgroup_async_copy,

@@ -34,3 +34,12 @@ def test_only_the_hopper_pipeline_splits():
 def test_variants_include_small_m_on_cuda():
     assert specs.spec("small_m", "cuda") in adaptive.variants(device.CUDA)
     assert all(s.backend == "metal" for s in adaptive.variants(device.METAL))
+
+
+def test_metal_candidates_try_k_splits_for_long_k():
+    found = adaptive.candidates(device.METAL, "float32", plan((64, 4096), (4096, 64)))
+    long_k = {(c.spec.stage, c.k_splits) for c in found}
+    assert ("tile_async", 4) in long_k and ("small_m", 1) in long_k
+    short_k = adaptive.candidates(device.METAL, "float32", plan((64, 512), (512, 64)))
+    assert {c.k_splits for c in short_k} == {1}
+    assert adaptive.heuristic(device.METAL, "float32", plan((4, 512), (512, 64))).spec.stage == "small_m"

@@ -17,6 +17,7 @@ import pytest
 from .metal_harness import checks, driver
 from .metal_harness.checks import operands, replace_once, variant
 from mlx_sgemm import signatures, sources, specs
+from mlx_sgemm.problem import plan
 from mlx_sgemm.accuracy import relative_error
 
 METAL_SPECS = specs.specs("metal")
@@ -56,6 +57,16 @@ def test_every_metal_file_has_a_spec():
 @pytest.mark.parametrize("spec", METAL_SPECS, ids=lambda s: s.stage)
 def test_stage_matches_float64_reference(spec, a_shape, b_shape):
     check(spec, a_shape, b_shape)
+
+
+@pytest.mark.parametrize("spec", [s for s in METAL_SPECS if "c_in" not in s.input_names],
+                         ids=lambda s: s.stage)
+def test_stage_splits_k(spec):
+    """Split-K (Plan.params): 3 stretches of 64 (the last 3) of K = 131, one partial
+    product each, batched and broadcast, guard pages around every buffer."""
+    a_shape, b_shape = (2, 1, 19, 131), (3, 131, 21)
+    assert plan(a_shape, b_shape).k_split_length(3) == 64
+    check(spec, a_shape, b_shape, k_splits=3)
 
 
 @pytest.mark.parametrize("spec", METAL_SPECS, ids=lambda s: s.stage)

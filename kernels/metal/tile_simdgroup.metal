@@ -3,9 +3,13 @@
 // simdgroup_multiply_accumulate multiplies two of them in one operation of the
 // whole simdgroup.
 //
-// Block: 32x32 outputs per threadgroup of 128 threads = 4 simdgroups, each a
-// 16x16 quarter held as 2x2 accumulators, which reuses every loaded A matrix
-// twice and every B matrix twice. K advances TILE_K at a time through
+// Block: BM x BN outputs per threadgroup of 128 threads = 4 simdgroups, each an
+// SG_M x SG_N part held as (SG_M / 8) x (SG_N / 8) accumulators (template
+// constants, mlx_sgemm/specs.py). The stage itself is 32x32 in 16x16 quarters:
+// every loaded A matrix is used twice, every B matrix twice. With BM = 8 and
+// BN = 128 the same code is matmul's small-M variant (seed 003's "small" GEMM:
+// an 8-row tile, 4 simdgroups side by side along N, 8x32 each), which wastes
+// no more than 7 rows when A has few. K advances TILE_K at a time through
 // threadgroup memory, loaded by all 128 threads.
 //
 // Any M, N, K: the tiles are zero-filled outside A and B (zeros add nothing to
@@ -17,9 +21,10 @@
 // Any layout: the operands reach simdgroup_load only through threadgroup
 // memory, where sgemm::load_tile has put them row-major whatever their layout
 // in device memory (simdgroup_load's transpose flag is therefore not needed).
-constexpr int BM = 32, BN = 32;  // the spec's block_m x block_n
-constexpr int SG_M = 16, SG_N = 16;  // one simdgroup's quarter
 constexpr int THREADS = 128;
+constexpr int SG_COLS = BN / SG_N;  // simdgroups side by side along N
+static_assert((BM / SG_M) * SG_COLS == THREADS / 32 && SG_M % 8 == 0 && SG_N % 8 == 0,
+              "the simdgroups' 8x8-matrix parts tile the block");
 static_assert((BM * TILE_K) % THREADS == 0 && (TILE_K * BN) % THREADS == 0,
               "every thread loads the same number of tile elements");
 
@@ -33,10 +38,10 @@ const auto t = sgemm::locate_tile(
 const int tid = int(thread_index_in_threadgroup);
 const int sg = int(simdgroup_index_in_threadgroup);
 const int lane = int(thread_index_in_simdgroup);
-const int sm = (sg / 2) * SG_M;  // this simdgroup's quarter of the block
-const int sn = (sg % 2) * SG_N;
+const int sm = (sg / SG_COLS) * SG_M;  // this simdgroup's part of the block
+const int sn = (sg % SG_COLS) * SG_N;
 
-simdgroup_float8x8 acc[2][2];
+simdgroup_float8x8 acc[SG_M / 8][SG_N / 8];
 sgemm::clear(acc);
 
 for (int k0 = 0; k0 < t.K; k0 += TILE_K) {

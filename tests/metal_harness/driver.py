@@ -385,7 +385,7 @@ def strided_buffer(name: str, view: np.ndarray) -> tuple[Buffer, list[int]]:
 
 def launch_inputs(
     spec: KernelSpec, a: np.ndarray, b: np.ndarray, *, c: np.ndarray | None = None,
-    alpha: float = 1.0, beta: float = 0.0,
+    alpha: float = 1.0, beta: float = 0.0, k_splits: int = 1,
 ) -> tuple[Plan, list[np.ndarray]]:
     """The plan of ``a @ b`` and the kernel's inputs, in ``spec.input_names`` order.
 
@@ -405,7 +405,7 @@ def launch_inputs(
     arrays = {
         "a": a.reshape(p.a_shape),
         "b": b.reshape(p.b_shape),
-        "params": np.asarray(p.params(spec.block_m, spec.block_n), dtype=np.int32),
+        "params": np.asarray(p.params(spec.block_m, spec.block_n, k_splits), dtype=np.int32),
     }
     if "c_in" in spec.input_names:
         c_full = np.zeros(p.out_shape, np.float32) if c is None else np.broadcast_to(
@@ -425,15 +425,16 @@ def array_infos(inputs: list[np.ndarray]) -> list[signatures.ArrayInfo]:
 def matmul(
     spec: KernelSpec, a: np.ndarray, b: np.ndarray, *, c: np.ndarray | None = None,
     alpha: float = 1.0, beta: float = 0.0, seed: int = 0, align_end: bool = True,
-    stats: dict[str, int] | None = None,
+    stats: dict[str, int] | None = None, k_splits: int = 1,
 ) -> np.ndarray:
     """``a @ b`` with a Metal kernel on the CPU, launched as ``mlx_sgemm.ops.launch`` does.
 
     Operands of any strides are bound as MLX binds them (see
     :func:`strided_buffer`); ``c``, ``alpha``, ``beta``: see
-    :func:`launch_inputs`; ``stats``: see :func:`dispatch`.
+    :func:`launch_inputs`; ``stats``: see :func:`dispatch`; ``k_splits``: K
+    split that many ways, the partial products summed here (as ops.launch does).
     """
-    p, inputs = launch_inputs(spec, a, b, c=c, alpha=alpha, beta=beta)
+    p, inputs = launch_inputs(spec, a, b, c=c, alpha=alpha, beta=beta, k_splits=k_splits)
     prog = program(spec, array_infos(inputs))
     # The binding order of CustomKernel::eval_gpu: each input, then its shape,
     # strides and ndim where the body names them; then the outputs.
@@ -453,16 +454,19 @@ def matmul(
             if has_ndim:
                 s = np.asarray(arr.ndim, dtype=np.int32)
                 buffers.append(Buffer(f"{name}_ndim", s, s.nbytes))
-    out_shape = p.kernel_out_shape()
+    out_shape = p.kernel_out_shape(k_splits)
     for name in spec.output_names:
         buffers.append(Buffer(name, None, int(np.prod(out_shape)) * 4))
     (out,) = dispatch(
         prog,
         buffers,
-        p.grid(spec.block_m, spec.block_n, spec.threadgroup),
+        p.grid(spec.block_m, spec.block_n, spec.threadgroup, k_splits),
         spec.threadgroup,
         seed=seed,
         align_end=align_end,
         stats=stats,
     )
-    return np.frombuffer(out, dtype=np.float32).reshape(p.out_shape)
+    out = np.frombuffer(out, dtype=np.float32).reshape(out_shape)
+    if k_splits > 1:
+        out = out.sum(axis=0, dtype=np.float32)
+    return out.reshape(p.out_shape)
