@@ -118,6 +118,7 @@ def test_replace_linear_swaps_every_layer_and_keeps_outputs():
 
 
 def test_compiled_training_step():
+    mx.random.seed(0)  # the model's init and the data: a run that can be repeated
     model = MLP()
     mlx_sgemm.nn.replace_linear(model)
     x, y = mx.random.normal((16, 12)), mx.random.randint(0, 5, (16,))
@@ -133,8 +134,10 @@ def test_compiled_training_step():
         return loss
 
     step = mx.compile(step, inputs=state, outputs=state)
-    losses = [step(x, y).item() for _ in range(30)]
-    assert losses[-1] < 0.7 * losses[0]
+    # 100 steps of SGD on 16 samples: the loss falls to 0.08-0.19 of its start
+    # over 20 seeds (30 steps: 0.42-0.73, too close to a bound to be a test).
+    losses = [step(x, y).item() for _ in range(100)]
+    assert losses[-1] < 0.5 * losses[0]
 
     compiled = mx.compile(lambda a, b: mlx_sgemm.tile_simdgroup(a, b) * 2)
     a, b = accuracy.random_operands((9, 8), (8, 7))
