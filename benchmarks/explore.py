@@ -73,7 +73,7 @@ def main(argv=None) -> int:
         print("no GPU backend: nothing to time")
         return 1
     variants = [parse_variant(v) for v in args.variants]
-    name = bench.device_name()
+    name = device.name()
     rows = []
     for size in args.sizes:
         a, b = accuracy.random_operands((size, size), (size, size))

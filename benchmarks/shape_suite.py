@@ -50,7 +50,7 @@ def main(argv=None) -> int:
     if device.backend() == device.CPU_FALLBACK:
         print("no GPU backend: nothing to time")
         return 1
-    name, rows = bench.device_name(), []
+    name, rows = device.name(), []
     print(f"{name}, MLX {mx.__version__}, matmul(precision={args.precision!r}) vs mx.matmul")
     print(f"{'shape':>34s} {'ours ms':>9s} {'mx ms':>9s} {'ratio':>6s} {'err':>9s} {'mx err':>9s}")
     for batch, m, n, k, transposed in SHAPES:

@@ -25,7 +25,7 @@ import time
 import mlx.core as mx
 import numpy as np
 
-from mlx_sgemm import accuracy, bench, device, ops, registry, specs, timing
+from mlx_sgemm import accuracy, device, ops, registry, specs, timing
 from mlx_sgemm.problem import plan
 
 SHAPES = ("4096x4096", "1024x4096", "14336x4096", "4096x14336")  # N x K
@@ -106,7 +106,7 @@ def main(argv=None) -> int:
         print("small_m is a CUDA kernel: nothing to time here")
         return 1
     start = time.perf_counter()
-    print(bench.device_name(), "MLX_ENABLE_TF32 =", os.environ.get("MLX_ENABLE_TF32"))
+    print(device.name(), "MLX_ENABLE_TF32 =", os.environ.get("MLX_ENABLE_TF32"))
     bandwidth(args.repeats)
     variants = [(v or "default", variant_spec(v)) for v in args.variants]
     t_a, t_b = accuracy.random_operands((1, 32), (32, 32))

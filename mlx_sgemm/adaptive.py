@@ -73,10 +73,15 @@ def choose(backend: str, precision: str, p: Plan) -> specs.KernelSpec:
             return specs.spec("small_m", backend)
         if device.has_wgmma():
             return _HOPPER_TF32 if precision == "tf32" else _HOPPER_FLOAT32
-        return _CUDA_TF32 if precision == "tf32" else specs.spec("tile_threads", backend)
+        return _without_wgmma(precision)
     if p is not None and p.M <= SMALL_M:
         return specs.spec("small_m", backend)  # on Metal: seed 003's 8-row tile
     return specs.spec("tile_async", backend)
+
+
+def _without_wgmma(precision: str) -> specs.KernelSpec:
+    """CUDA's large-product kernel where there is no wgmma."""
+    return _CUDA_TF32 if precision == "tf32" else specs.spec("tile_threads", device.CUDA)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +125,7 @@ def candidates(backend: str, precision: str, p: Plan) -> list[Launch]:
             deepest = 4 if float32 else 6  # stages that fit in 227 KB (specs.cuda_wgmma)
             for stages, group_m in ((deepest - 1, 8), (deepest, 4), (deepest, 16)):
                 add(specs.cuda_wgmma(base.stage, SPLIT=float32, STAGES=stages, GROUP_M=group_m), splits)
-        add(_CUDA_TF32 if precision == "tf32" else specs.spec("tile_threads", backend))
+        add(_without_wgmma(precision))
         if p.M <= 4 * SMALL_M:
             add(specs.spec("small_m", backend))
     elif backend == device.METAL:
@@ -137,12 +142,17 @@ def tuned(backend: str, precision: str, p: Plan) -> Launch | None:
     if not tuning.entries():  # nothing tuned: the common case, kept cheap
         return None
     key = tuning.lookup(device.name(), precision, p)
-    if key is None:
-        return None
+    return None if key is None else _candidate_named(backend, precision, p, key)
+
+
+@functools.lru_cache(maxsize=1024)
+def _candidate_named(backend: str, precision: str, p: Plan, key: str) -> Launch | None:
+    """The candidate for p called ``key``, or None (a stale cache entry). Kept:
+    matmul asks on every call, and the candidates are a dozen specs to build."""
     for launch in candidates(backend, precision, p):
         if launch.key == key:
             return launch
-    return None  # stale: no such candidate any more
+    return None
 
 
 @functools.cache

@@ -59,9 +59,6 @@ class Measurement:
         return [f.name for f in fields(cls)]
 
 
-device_name = device.name
-
-
 def apple_gpu_cores() -> int | None:
     """GPU core count on macOS (MLX does not report it), else None."""
     if platform.system() != "Darwin":
@@ -78,7 +75,7 @@ def apple_gpu_cores() -> int | None:
 
 
 def device_peak(peak_gflops=None, bandwidth=None) -> peaks.DevicePeak:
-    found = peaks.lookup(device_name(), apple_gpu_cores())
+    found = peaks.lookup(device.name(), apple_gpu_cores())
     return peaks.DevicePeak(
         peak_gflops or found.fp32_gflops, bandwidth or found.bandwidth_gbs,
         "command line" if peak_gflops or bandwidth else found.source,
@@ -137,7 +134,7 @@ def measure(
 
     backend = device.backend()
     peak = peak or device_peak()
-    name, version = device_name(), mx.__version__
+    name, version = device.name(), mx.__version__
     date = datetime.date.today().isoformat()
     # Which precisions really differ: TF32 exists on CUDA only.
     precisions = [p for p in precisions if p == "float32" or backend == device.CUDA]

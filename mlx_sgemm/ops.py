@@ -50,7 +50,7 @@ def launch(
 ) -> mx.array:
     """Run one kernel on validated float32 operands; the result has matmul's shape.
 
-    ``k_splits`` > 1 splits K (CUDA kernels only): each threadgroup computes
+    ``k_splits`` > 1 splits K (any kernel: locate_tile): each threadgroup computes
     one stretch of K into a partial product of its own, and the partial products
     are summed here. ``extra`` holds any inputs beyond a, b and params that the
     spec names (``c_in`` and ``scalars`` for the fused gemm).

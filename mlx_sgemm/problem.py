@@ -28,7 +28,7 @@ MAX_KERNEL_NDIM = 10
 # Layout of the int32 ``params`` input every kernel reads (mirrored by the enum
 # ``Param`` in kernels/*/sgemm.h*): sizes, the tile counts, and the output's batch
 # shape, which the kernel needs to split its batch index into coordinates. After
-# the batch shape comes the length of a K split (CUDA's locate_tile, see
+# the batch shape comes the length of a K split (both headers' locate_tile, see
 # Plan.params; K itself when K is not split).
 P_M, P_N, P_K, P_TILES_M, P_TILES_N, P_BATCH_NDIM, P_BATCH_SHAPE = range(7)
 # Kept at 8 entries or more: Metal passes inputs of fewer than 8 elements in the

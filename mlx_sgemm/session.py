@@ -51,6 +51,6 @@ def collect(
         repeats, peak, progress))
     path = results.write_csv(rows, out / f"bench-{datetime.date.today().isoformat()}.csv")
     peak_text = f"{peak.fp32_gflops:,.0f} GFLOP/s" if peak.fp32_gflops else "unknown"
-    note = (f"Live run on {bench.device_name()} ({device.backend()}); FP32 peak {peak_text} "
+    note = (f"Live run on {device.name()} ({device.backend()}); FP32 peak {peak_text} "
             f"({peak.source}). Results written to {path}.")
     return Run(rows, False, note, peak.fp32_gflops, peak.bandwidth_gbs, path)

@@ -73,18 +73,20 @@ class KernelSpec:
         return prefix + sources.header(self.backend)
 
 
+def _smem_tile_floats(rows: int, cols: int) -> int:
+    """Floats of a rows x cols shared-memory tile in either orientation, rows
+    padded as sgemm::padded pads them (sgemm::SmemTile::MAX_FLOATS)."""
+    pad = lambda extent: extent + (8 if extent >= 64 else 4)  # noqa: E731
+    return max(rows * pad(cols), cols * pad(rows))
+
+
 def cuda_pipelined(
     stage: str = "tile_async", *, SPLIT: bool = True, STAGES: int = 4, BK: int = 16,
     GROUP_M: int = 8, min_blocks: int = 0,
 ) -> KernelSpec:
     """tile_async on CUDA: a ring of STAGES shared-memory k-tiles fed by cp.async."""
     bm, bn = 128, 128
-
-    def tile_floats(rows, cols):  # a padded tile in either orientation (sgemm::SmemTile)
-        pad = lambda extent: extent + (8 if extent >= 64 else 4)  # noqa: E731
-        return max(rows * pad(cols), cols * pad(rows))
-
-    stage_floats = tile_floats(bm, BK) + tile_floats(BK, bn)
+    stage_floats = _smem_tile_floats(bm, BK) + _smem_tile_floats(BK, bn)
     return KernelSpec(
         stage, "cuda", "tile_async.cu", (256, 1, 1), bm, bn,
         (("BM", bm), ("BN", bn), ("BK", BK), ("WM", 64), ("WN", 32),
@@ -104,10 +106,8 @@ def cuda_wgmma(
     227 KB an H100/H200 block may have: 4 with SPLIT (A's big and small parts
     and B), 6 without."""
     bm, bn = 128, 128
-    pad = lambda extent: extent + (8 if extent >= 64 else 4)  # noqa: E731 (sgemm::padded)
     a_floats = bm * BK  # sgemm::CoreMatrixTile: no padding
-    b_floats = max(BK * pad(bn), bn * pad(BK))  # sgemm::SmemTile, either orientation
-    stage_floats = (2 if SPLIT else 1) * a_floats + b_floats
+    stage_floats = (2 if SPLIT else 1) * a_floats + _smem_tile_floats(BK, bn)
     if STAGES is None:
         STAGES = (227 * 1024) // (4 * stage_floats)
     return KernelSpec(
