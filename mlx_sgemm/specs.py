@@ -98,13 +98,14 @@ def cuda_pipelined(
 
 def cuda_wgmma(
     stage: str = "tile_wgmma", *, SPLIT: bool = True, STAGES: int | None = None, BK: int = 32,
-    GROUP_M: int = 8,
+    GROUP_M: int = 8, LOOKAHEAD: int = 2,
 ) -> KernelSpec:
     """Hopper (sm_90a): a producer warpgroup feeding 2 consumer warpgroups of
     wgmma m64n128 products through a ring of STAGES shared-memory stages, 128x128
     blocks (kernels/cuda/tile_wgmma.cu). STAGES defaults to what fits in the
     227 KB an H100/H200 block may have: 4 with SPLIT (A's big and small parts
-    and B), 6 without."""
+    and B), 6 without. LOOKAHEAD: k-tiles of copies in flight behind the one
+    the producer hands over (< STAGES)."""
     bm, bn = 128, 128
     a_floats = bm * BK  # sgemm::CoreMatrixTile: no padding
     stage_floats = (2 if SPLIT else 1) * a_floats + _smem_tile_floats(BK, bn)
@@ -113,7 +114,7 @@ def cuda_wgmma(
     return KernelSpec(
         stage, "cuda", "tile_wgmma.cu", (384, 1, 1), bm, bn,
         (("BM", bm), ("BN", bn), ("BK", BK), ("STAGES", STAGES), ("SPLIT", SPLIT),
-         ("GROUP_M", GROUP_M)),
+         ("GROUP_M", GROUP_M), ("LOOKAHEAD", LOOKAHEAD)),
         shared_memory=STAGES * stage_floats * 4,
         # One block per SM: the cap (65536 / 384 registers at entry) is what the
         # warpgroups' setmaxnreg redistributes.

@@ -17,9 +17,12 @@
 // Block: 128 x 128 of C, 384 threads = 3 warpgroups.
 // - Warpgroup 0, the producer, copies k-tiles of A and B into a ring of STAGES
 //   shared-memory stages with cp.async (A in wgmma's core-matrix layout,
-//   sgemm::CoreMatrixTile; B in its own orientation, sgemm::SmemTile), one
-//   k-tile ahead of the one it hands over; with SPLIT it splits A's tile in
-//   place into big and small parts (3xTF32) before handing it over.
+//   sgemm::CoreMatrixTile; B in its own orientation, sgemm::SmemTile), keeping
+//   LOOKAHEAD k-tiles of copies in flight behind the one it hands over; with
+//   SPLIT it splits A's tile in place into big and small parts (3xTF32) before
+//   handing it over. It is a single warp per scheduler, so its instruction
+//   count is its speed: copies of interior tiles follow a plan made once
+//   (sgemm::CopyPlan), not per-copy index arithmetic.
 // - Warpgroups 1 and 2, the consumers, each own 64 columns x 128 rows of C (one
 //   m64n128 accumulator, 64 floats per thread): they split their B fragments
 //   in registers and issue the products.
@@ -38,12 +41,14 @@
 constexpr int THREADS = 384;
 // setmaxnreg moves registers within what the block was given at launch: 384
 // threads x 168 (the most that lets 384 threads fit in 64K). A warpgroup that
-// asks for more than the others gave back would wait for ever.
-constexpr int ENTRY_REGISTERS = 168, PRODUCER_REGISTERS = 120;
+// asks for more than the others gave back would wait for ever. 136 for the
+// producer (its copy plans; 120 spilled) leaves the consumers 184 (176 spilled).
+constexpr int ENTRY_REGISTERS = 168, PRODUCER_REGISTERS = 136;
 constexpr int CONSUMER_REGISTERS =
     (THREADS * ENTRY_REGISTERS - 128 * PRODUCER_REGISTERS) / 256 / 8 * 8;
 static_assert(BM == 128 && BN == 128, "2 consumer warpgroups of m64n128 products");
 static_assert(2 * STAGES + 1 < 16, "named barriers 1..15");
+static_assert(LOOKAHEAD >= 1 && LOOKAHEAD < STAGES, "k-tiles in flight behind the one handed over");
 
 using ATile = sgemm::CoreMatrixTile<BM, BK>;
 constexpr int A_FLOATS = ATile::FLOATS;
@@ -79,18 +84,36 @@ if (warpgroup == 0) {
   sgemm::registers_decrease<PRODUCER_REGISTERS>();
   sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) {
     constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
-    // Iteration kt starts the copy of k-tile kt and hands over k-tile kt - 1.
-    for (int kt = 0; kt <= k_tiles; ++kt) {
+    using BTile = sgemm::SmemTile<BL, BK, BN>;
+    // Tiles wholly inside their operand (all but the edge blocks and a last
+    // partial k-tile) are copied by a plan made once (sgemm::CopyPlan).
+    const bool a_whole = AL == sgemm::ROW_MAJOR && t.row0 + BM <= t.M &&
+                         t.A.vectorizes<sgemm::ROW_MAJOR>();
+    const bool b_whole = t.col0 + BN <= t.N && t.B.vectorizes<BL>();
+    const auto a_plan = sgemm::CopyPlan::of<ATile, 128>(t.A, t.row0, 0, BK * t.A.cs);
+    const auto b_plan = sgemm::CopyPlan::of<BTile, 128>(t.B, 0, t.col0, BK * t.B.rs);
+    // Iteration kt starts the copy of k-tile kt and hands over k-tile kt -
+    // LOOKAHEAD: that many k-tiles' copies stay in flight behind it.
+    for (int kt = 0; kt < k_tiles + LOOKAHEAD; ++kt) {
       if (kt < k_tiles) {
         // Stage kt % STAGES is free once the products of k-tile kt - STAGES are done.
         if (kt >= STAGES) sgemm::barrier_sync(empty(kt), THREADS);
-        sgemm::cp_async_core_matrix_tile<BM, BK, 128, AL>(a_part(kt, 0), t.A, t.row0, kt * BK);
-        sgemm::cp_async_tile<BK, BN, 128, BL>(b_tile(kt), t.B, kt * BK, t.col0);
+        const bool whole_k = (kt + 1) * BK <= t.K;
+        if (a_whole && whole_k) {
+          a_plan.copy<A_FLOATS / 4 / 128>(a_part(kt, 0), kt);
+        } else {
+          sgemm::cp_async_core_matrix_tile<BM, BK, 128, AL>(a_part(kt, 0), t.A, t.row0, kt * BK);
+        }
+        if (b_whole && whole_k) {
+          b_plan.copy<BK * BN / 4 / 128>(b_tile(kt), kt);
+        } else {
+          sgemm::cp_async_tile<BK, BN, 128, BL>(b_tile(kt), t.B, kt * BK, t.col0);
+        }
       }
       sgemm::cp_async_commit();
-      if (kt == 0) continue;
-      const int ready = kt - 1;
-      sgemm::cp_async_wait<1>();  // this thread's copies of k-tile `ready` landed
+      if (kt < LOOKAHEAD) continue;
+      const int ready = kt - LOOKAHEAD;
+      sgemm::cp_async_wait<LOOKAHEAD>();  // this thread's copies of k-tile `ready` landed
       if (SPLIT) {
         sgemm::barrier_sync(PRODUCERS_ONLY, 128);  // and every producer's
         float* big = a_part(ready, 0);
@@ -159,7 +182,9 @@ if (warpgroup == 0) {
       sgemm::wgmma_commit();
       // All 12 products' fragment registers stay live until they complete, so
       // waiting every k-tile is what the registers allow (waiting every 2
-      // k-tiles made ptxas serialize the products: too few registers).
+      // k-tiles made ptxas serialize the products: too few registers; waiting
+      // per k8 step with the sum folded every 2 k-tiles gained nothing:
+      // benchmarks/NOTES.md).
       sgemm::wgmma_wait<0>();
       // The producer waits for this only while it has k-tiles left to copy.
       if (kt + STAGES < k_tiles) sgemm::barrier_arrive(empty(kt), THREADS);
