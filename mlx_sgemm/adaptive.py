@@ -31,6 +31,9 @@ PRECISIONS = ("float32", "tf32")
 _CUDA_TF32 = specs.cuda_pipelined("matmul_tf32", SPLIT=False, BK=32, STAGES=3)
 _HOPPER_FLOAT32 = specs.spec("tile_wgmma", "cuda")
 _HOPPER_TF32 = specs.cuda_wgmma("matmul_tf32_wgmma", SPLIT=False)
+# tile_wgmma's block heights: C's rows up to 32 or 64 take a narrower block,
+# whose products are only that wide (no tensor work on rows C does not have).
+_WGMMA_ROWS = (32, 64, 128)
 
 
 SMALL_M = 8  # rows of C up to which the product is memory-bound (small_m)
@@ -59,6 +62,25 @@ def k_splits(backend: str, spec: specs.KernelSpec, p: Plan) -> int:
     return -(-p.K // p.k_split_length(wanted))  # splits of that length cover K
 
 
+# Padding K and N to multiples of 4 costs a copy of both operands; below this
+# many rows and columns of C that copy would cost more than it saves.
+MIN_PADDED = 512
+
+
+def padding(backend: str, p: Plan) -> tuple[int, int]:
+    """How many zero columns of A / rows of B (K) and columns of B (N) to add so
+    that every row of the operands starts 16 bytes aligned, or (0, 0).
+
+    The CUDA kernels copy operands with 16-byte cp.async where rows are 16-byte
+    aligned, and 4 bytes at a time otherwise: 4095x4097x4093 ran at 0.43x
+    mx.matmul (benchmarks/NOTES.md). Zeros add nothing to the dot products, and
+    the extra columns of C are sliced off.
+    """
+    if backend != device.CUDA or min(p.M, p.N) < MIN_PADDED:
+        return 0, 0
+    return -p.K % 4, -p.N % 4
+
+
 def check_precision(precision: str) -> None:
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
@@ -72,11 +94,24 @@ def choose(backend: str, precision: str, p: Plan) -> specs.KernelSpec:
         if p is not None and p.M <= SMALL_M:
             return specs.spec("small_m", backend)
         if device.has_wgmma():
-            return _HOPPER_TF32 if precision == "tf32" else _HOPPER_FLOAT32
+            return _hopper(precision, 128 if p is None else p.M)
         return _without_wgmma(precision)
     if p is not None and p.M <= SMALL_M:
         return specs.spec("small_m", backend)  # on Metal: seed 003's 8-row tile
     return specs.spec("tile_async", backend)
+
+
+@functools.cache
+def _hopper(precision: str, rows: int) -> specs.KernelSpec:
+    """tile_wgmma for ``precision`` with the lowest block that holds ``rows`` rows of C."""
+    base = _HOPPER_TF32 if precision == "tf32" else _HOPPER_FLOAT32
+    bm = next((bm for bm in _WGMMA_ROWS if rows <= bm), _WGMMA_ROWS[-1])
+    return base if bm == base.block_m else specs.cuda_wgmma(base.stage, SPLIT=precision != "tf32", BM=bm)
+
+
+def wgmma_variants(precision: str) -> list[specs.KernelSpec]:
+    """The tile_wgmma specs matmul may run at ``precision`` on Hopper."""
+    return [_hopper(precision, rows) for rows in _WGMMA_ROWS]
 
 
 def _without_wgmma(precision: str) -> specs.KernelSpec:
@@ -99,6 +134,11 @@ class Launch:
 
 
 def heuristic(backend: str, precision: str, p: Plan) -> Launch:
+    return _heuristic(backend, precision, p, device.has_wgmma())
+
+
+@functools.lru_cache(maxsize=4096)  # matmul asks on every call; the answer depends on these only
+def _heuristic(backend: str, precision: str, p: Plan, wgmma: bool) -> Launch:
     spec = choose(backend, precision, p)
     return Launch(spec, k_splits(backend, spec, p))
 
@@ -118,13 +158,14 @@ def candidates(backend: str, precision: str, p: Plan) -> list[Launch]:
     if backend == device.CUDA:
         if device.has_wgmma():
             float32 = precision != "tf32"
-            base = _HOPPER_FLOAT32 if float32 else _HOPPER_TF32
+            base = _hopper(precision, p.M)
             default_splits = k_splits(backend, base, p)
             splits = sorted({1, default_splits, 2 * default_splits} if p.K >= 2 * MIN_SPLIT_K else {1})
             add(base, splits)
-            deepest = 4 if float32 else 6  # stages that fit in 227 KB (specs.cuda_wgmma)
+            deepest = dict(base.template)["STAGES"]  # what fits in 227 KB (specs.cuda_wgmma)
             for stages, group_m in ((deepest - 1, 8), (deepest, 4), (deepest, 16)):
-                add(specs.cuda_wgmma(base.stage, SPLIT=float32, STAGES=stages, GROUP_M=group_m), splits)
+                add(specs.cuda_wgmma(base.stage, SPLIT=float32, STAGES=stages, GROUP_M=group_m,
+                                     BM=base.block_m), splits)
         add(_without_wgmma(precision))
         if p.M <= 4 * SMALL_M:
             add(specs.spec("small_m", backend))
@@ -166,7 +207,10 @@ def variants(backend: str) -> list[specs.KernelSpec]:
     """Every kernel ``matmul`` may run on ``backend`` (the compile-count bound)."""
     found = [specs.spec("small_m", backend)]
     for precision in PRECISIONS:
-        spec = choose(backend, precision, None)
-        if spec not in found:
-            found.append(spec)
+        specs_for_precision = [choose(backend, precision, None)]
+        if backend == device.CUDA and device.has_wgmma():
+            specs_for_precision += wgmma_variants(precision)
+        for spec in specs_for_precision:
+            if spec not in found:
+                found.append(spec)
     return found

@@ -45,6 +45,21 @@ def _params_array(params: tuple[int, ...]) -> mx.array:
     return mx.array(params, dtype=mx.int32)
 
 
+@functools.lru_cache(maxsize=4096)
+def _launch_args(spec: specs.KernelSpec, p: Plan, k_splits: int):
+    """The kernel object, its ``params`` input and the launch's shape arguments
+    for one (kernel, problem shape, split), worked out once: on a small product
+    the per-call Python is a visible share of the time (benchmarks/NOTES.md)."""
+    shape_args = dict(
+        output_shapes=[p.kernel_out_shape(k_splits)],
+        output_dtypes=[mx.float32],
+        grid=p.grid(spec.block_m, spec.block_n, spec.threadgroup, k_splits),
+        threadgroup=spec.threadgroup,
+        template=list(spec.template) or None,
+    )
+    return registry.kernel(spec), _params_array(tuple(p.params(spec.block_m, spec.block_n, k_splits))), shape_args
+
+
 def launch(
     spec: specs.KernelSpec, a: mx.array, b: mx.array, stream=None, *, k_splits: int = 1, **extra,
 ) -> mx.array:
@@ -64,17 +79,13 @@ def launch(
         a = a.reshape(p.a_shape, stream=stream)
     if b.shape != p.b_shape:
         b = b.reshape(p.b_shape, stream=stream)
-    params = _params_array(tuple(p.params(spec.block_m, spec.block_n, k_splits)))
+    kernel, params, shape_args = _launch_args(spec, p, k_splits)
     named = dict(extra, a=a, b=b, params=params)
     if "c_in" in named:
         named["c_in"] = as_kernel_output(named["c_in"], p, stream)
-    (c,) = registry.kernel(spec)(
+    (c,) = kernel(
         inputs=[named[name] for name in spec.input_names],
-        output_shapes=[p.kernel_out_shape(k_splits)],
-        output_dtypes=[mx.float32],
-        grid=p.grid(spec.block_m, spec.block_n, spec.threadgroup, k_splits),
-        threadgroup=spec.threadgroup,
-        template=list(spec.template) or None,
+        **shape_args,
         init_value=float("nan") if _poison else None,
         stream=stream,
     )
@@ -118,11 +129,15 @@ def _matmul_vjp(product, a, b, g, stream):
 
 
 @functools.cache
-def _differentiable(choose: Callable[[str, Plan], adaptive.Launch], backend: str, stream):
-    """``a @ b`` with the launch ``choose(backend, plan)`` as an mx.custom_function.
+def _differentiable(
+    choose: Callable[[str, Plan], adaptive.Launch], backend: str, stream, pad: bool = False,
+):
+    """``a @ b`` with the launch ``choose(backend, plan)`` as an mx.custom_function,
+    the operands padded to aligned rows first where ``pad`` and
+    :func:`adaptive.padding` say so (matmul; the stage ops run as they are).
 
-    One per (kernel choice, backend, stream), created once: the vjp and jvp call
-    it again, so higher derivatives run on our kernels too.
+    One per (kernel choice, backend, stream, pad), created once: the vjp and jvp
+    call it again, so higher derivatives run on our kernels too.
     """
 
     def forward(a, b):
@@ -133,8 +148,13 @@ def _differentiable(choose: Callable[[str, Plan], adaptive.Launch], backend: str
         # outputs: stopping the gradient on the kernel's inputs keeps it off that
         # path, so the jvp below is used instead. (Costs nothing: no copy.)
         a, b = mx.stop_gradient(a), mx.stop_gradient(b)
+        pad_k, pad_n = adaptive.padding(backend, plan(a.shape, b.shape)) if pad else (0, 0)
+        if pad_k or pad_n:  # operands copied once, with aligned rows
+            a = mx.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, pad_k)], stream=stream)
+            b = mx.pad(b, [(0, 0)] * (b.ndim - 2) + [(0, pad_k), (0, pad_n)], stream=stream)
         how = choose(backend, plan(a.shape, b.shape))
-        return launch(how.spec, a, b, stream, k_splits=how.k_splits)
+        c = launch(how.spec, a, b, stream, k_splits=how.k_splits)
+        return c[..., : c.shape[-1] - pad_n] if pad_n else c
 
     product = mx.custom_function(forward)
 
@@ -151,11 +171,11 @@ def _differentiable(choose: Callable[[str, Plan], adaptive.Launch], backend: str
     return product
 
 
-def _run(choose, a, b, stream) -> mx.array:
+def _run(choose, a, b, stream, pad: bool = False) -> mx.array:
     check_operand(a, "a")
     check_operand(b, "b")
     plan(a.shape, b.shape)  # shape errors before anything is built
-    return _differentiable(choose, device.backend(stream), stream)(a, b)
+    return _differentiable(choose, device.backend(stream), stream, pad)(a, b)
 
 
 @functools.cache
@@ -222,7 +242,7 @@ def matmul(a: mx.array, b: mx.array, *, precision: str = "float32", stream=None)
     :func:`mlx_sgemm.adaptive.choose` (with K split where tiles are few).
     """
     adaptive.check_precision(precision)
-    return _run(adaptive.chooser(precision), a, b, stream)
+    return _run(adaptive.chooser(precision), a, b, stream, pad=True)
 
 
 def gemm(

@@ -16,6 +16,7 @@ that costs nothing on a contiguous array.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -156,7 +157,14 @@ def _merge_batch(a_batch, b_batch, out_batch):
 
 def plan(a_shape, b_shape) -> Plan:
     """Check two operand shapes like ``mx.matmul`` and plan the launch."""
-    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
+    return _plan(tuple(a_shape), tuple(b_shape))
+
+
+# Every op call plans its shapes (and the custom function's forward again): a
+# few microseconds each, which small products feel (benchmarks/NOTES.md, per-call
+# cost). A shape pair's plan never changes; errors are not cached.
+@functools.lru_cache(maxsize=4096)
+def _plan(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> Plan:
     if len(a_shape) == 0 or len(b_shape) == 0:
         raise ValueError(
             f"matmul operands need at least one dimension, got a {a_shape} and b {b_shape}"

@@ -22,8 +22,8 @@ def kernel(spec: KernelSpec):
         name=spec.name,
         input_names=list(spec.input_names),
         output_names=list(spec.output_names),
-        source=spec.source(),
-        header=spec.header(),
+        source=spec.compiled_source(),
+        header=spec.compiled_header(),
         ensure_row_contiguous=spec.ensure_row_contiguous,
     )
     if spec.backend == "metal":

@@ -68,7 +68,7 @@ class ArrayInfo:
 
 def shape_infos(spec: KernelSpec) -> list[tuple[bool, bool, bool]]:
     """For each input: does the body name ``<input>_shape``, ``_strides``, ``_ndim``?"""
-    body = spec.source()
+    body = spec.compiled_source()
     return [
         (f"{n}_shape" in body, f"{n}_strides" in body, f"{n}_ndim" in body)
         for n in spec.input_names
@@ -102,10 +102,10 @@ def metal_kernel_name(spec: KernelSpec, inputs: list[ArrayInfo]) -> str:
 
 def metal_source(spec: KernelSpec, inputs: list[ArrayInfo]) -> str:
     """The full Metal source MLX compiles for ``spec`` called on ``inputs``."""
-    body = spec.source()
+    body = spec.compiled_source()
     infos = shape_infos(spec)
     name = metal_kernel_name(spec, inputs)
-    out = spec.header()
+    out = spec.compiled_header()
     if spec.template:
         kinds = []
         for tname, value in spec.template:
@@ -162,7 +162,7 @@ def cuda_kernel_name(spec: KernelSpec) -> str:
 def cuda_source(spec: KernelSpec, inputs: list[ArrayInfo]) -> str:
     """The full CUDA source MLX compiles (with NVRTC) for ``spec`` on ``inputs``."""
     infos = shape_infos(spec)
-    out = CUDA_DEFAULT_HEADER + spec.header()
+    out = CUDA_DEFAULT_HEADER + spec.compiled_header()
     out += "namespace mlx::core::cu {\n\nnamespace cg = cooperative_groups;\n\n"
     out += f"__global__ void {cuda_kernel_name(spec)}(\n"
     for iname, info, (has_shape, has_strides, has_ndim) in zip(
@@ -186,7 +186,7 @@ def cuda_source(spec: KernelSpec, inputs: list[ArrayInfo]) -> str:
             else:
                 out += f"  constexpr int {tname} = {value};\n"
         out += "\n"
-    out += spec.source()
+    out += spec.compiled_source()
     out += "\n}\n\n} // namespace mlx::core::cu\n"
     return out
 

@@ -60,7 +60,7 @@ class KernelSpec:
         return OUTPUT_NAMES
 
     def source(self) -> str:
-        """The kernel body, as handed to MLX (which writes the signature around it)."""
+        """The kernel body as written (MLX writes the signature around it)."""
         return sources.read(self.backend, self.source_file)
 
     def header(self) -> str:
@@ -71,6 +71,14 @@ class KernelSpec:
             defines += [("SGEMM_MAX_THREADS", threads), ("SGEMM_MIN_BLOCKS", self.min_blocks)]
         prefix = "".join(f"#define {name} {value}\n" for name, value in defines)
         return prefix + sources.header(self.backend)
+
+    # What MLX is handed (mlx_sgemm.registry) and the no-GPU checks compile
+    # (mlx_sgemm.signatures): the body and header without comments.
+    def compiled_source(self) -> str:
+        return sources.for_compiler(self.source())
+
+    def compiled_header(self) -> str:
+        return sources.for_compiler(self.header())
 
 
 def _smem_tile_floats(rows: int, cols: int) -> int:
@@ -98,19 +106,19 @@ def cuda_pipelined(
 
 def cuda_wgmma(
     stage: str = "tile_wgmma", *, SPLIT: bool = True, STAGES: int | None = None, BK: int = 32,
-    GROUP_M: int = 8, LOOKAHEAD: int = 2,
+    GROUP_M: int = 8, LOOKAHEAD: int = 2, BM: int = 128,
 ) -> KernelSpec:
     """Hopper (sm_90a): a producer warpgroup feeding 2 consumer warpgroups of
-    wgmma m64n128 products through a ring of STAGES shared-memory stages, 128x128
-    blocks (kernels/cuda/tile_wgmma.cu). STAGES defaults to what fits in the
+    wgmma m64nBM products through a ring of STAGES shared-memory stages, BM x 128
+    blocks, BM in (32, 64, 128) (kernels/cuda/tile_wgmma.cu). STAGES defaults to what fits in the
     227 KB an H100/H200 block may have: 4 with SPLIT (A's big and small parts
     and B), 6 without. LOOKAHEAD: k-tiles of copies in flight behind the one
     the producer hands over (< STAGES)."""
-    bm, bn = 128, 128
+    bm, bn = BM, 128
     a_floats = bm * BK  # sgemm::CoreMatrixTile: no padding
     stage_floats = (2 if SPLIT else 1) * a_floats + _smem_tile_floats(BK, bn)
-    if STAGES is None:
-        STAGES = (227 * 1024) // (4 * stage_floats)
+    if STAGES is None:  # at most 7: two named barriers a stage, 15 in all
+        STAGES = min(7, (227 * 1024) // (4 * stage_floats))
     return KernelSpec(
         stage, "cuda", "tile_wgmma.cu", (384, 1, 1), bm, bn,
         (("BM", bm), ("BN", bn), ("BK", BK), ("STAGES", STAGES), ("SPLIT", SPLIT),

@@ -43,3 +43,24 @@ def test_metal_candidates_try_k_splits_for_long_k():
     short_k = adaptive.candidates(device.METAL, "float32", plan((64, 512), (512, 64)))
     assert {c.k_splits for c in short_k} == {1}
     assert adaptive.heuristic(device.METAL, "float32", plan((4, 512), (512, 64))).spec.stage == "small_m"
+
+
+def test_big_unaligned_products_are_padded_to_multiples_of_4():
+    assert adaptive.padding(device.CUDA, plan((4095, 4093), (4093, 4097))) == (3, 3)
+    assert adaptive.padding(device.CUDA, plan((2, 600, 1024), (1024, 514))) == (0, 2)
+
+
+def test_aligned_small_or_metal_products_are_not_padded():
+    assert adaptive.padding(device.CUDA, plan((4096, 4096), (4096, 4096))) == (0, 0)
+    assert adaptive.padding(device.CUDA, plan((100, 4093), (4093, 4097))) == (0, 0)  # few rows
+    assert adaptive.padding(device.METAL, plan((4095, 4093), (4093, 4097))) == (0, 0)
+
+
+def test_hopper_block_height_follows_the_rows_of_c(monkeypatch):
+    monkeypatch.setattr(device, "has_wgmma", lambda: True)
+    heights = {m: adaptive.choose(device.CUDA, "float32", plan((m, 256), (256, 512))).block_m
+               for m in (9, 32, 33, 64, 65, 4096)}
+    assert heights == {9: 32, 32: 32, 33: 64, 64: 64, 65: 128, 4096: 128}
+    tf32 = adaptive.choose(device.CUDA, "tf32", plan((20, 256), (256, 512)))
+    assert tf32.block_m == 32 and dict(tf32.template)["SPLIT"] is False
+    assert {s.block_m for s in adaptive.variants(device.CUDA) if s.source_file == "tile_wgmma.cu"} == {32, 64, 128}

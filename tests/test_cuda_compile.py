@@ -17,13 +17,17 @@ import shutil
 
 import pytest
 
-from mlx_sgemm import signatures, specs
+from mlx_sgemm import adaptive, signatures, specs
 from mlx_sgemm.problem import plan
 
 from .cuda_compilers import find_libnvrtc, nvcc_compile, nvrtc_compile
 
 REQUIRED = bool(os.environ.get("MLX_SGEMM_REQUIRE_CUDA_TOOLS"))
-CUDA_SPECS = specs.specs("cuda")
+# Every registered stage, and the tile_wgmma variants matmul picks on Hopper.
+CUDA_SPECS = specs.specs("cuda") + [
+    spec for precision in adaptive.PRECISIONS for spec in adaptive.wgmma_variants(precision)
+    if spec not in specs.specs("cuda")
+]
 
 
 def needs(available: bool, what: str):
@@ -53,13 +57,13 @@ def check_resources(spec, report: str):
     assert max(spills) <= (MAX_SPILL_BYTES_AT_LIMIT if at_limit else 0), report
 
 
-@pytest.mark.parametrize("spec", CUDA_SPECS, ids=lambda s: s.stage)
+@pytest.mark.parametrize("spec", CUDA_SPECS, ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
 def test_nvrtc_compiles_as_mlx_does(spec):
     needs(find_libnvrtc() is not None, "libnvrtc (pip install nvidia-cuda-nvrtc)")
     check_resources(spec, nvrtc_compile(full_source(spec)))
 
 
-@pytest.mark.parametrize("spec", CUDA_SPECS, ids=lambda s: s.stage)
+@pytest.mark.parametrize("spec", CUDA_SPECS, ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
 def test_nvcc_compiles_for_sm90a(spec, tmp_path):
     needs(shutil.which("nvcc") is not None, "nvcc (CUDA 13)")
     check_resources(spec, nvcc_compile(full_source(spec), tmp_path))

@@ -13,6 +13,7 @@ import pytest
 
 import mlx_sgemm
 from mlx_sgemm import accuracy, adaptive, specs
+from mlx_sgemm.problem import plan
 
 from .conftest import requires_gpu
 
@@ -24,7 +25,7 @@ UNIT_ROUNDOFF = 2.0**-24
 SHAPES = [
     (1, 1, 1), (7, 5, 3), (33, 65, 17), (64, 64, 64), (127, 129, 131),
     (1000, 1, 1000), (1, 1000, 1000), (513, 257, 1025), (1000, 1000, 1),
-    (300, 200, 4096),
+    (300, 200, 4096), (20, 300, 1000), (50, 513, 3000),  # the last two: matmul's 32- and 64-row blocks
 ]
 STAGES = list(specs.STAGES)
 OPS = [*STAGES, "matmul"]  # every stage, and the adaptive op's float32 choice
@@ -64,6 +65,23 @@ def test_stage_matches_float64(stage, mnk):
 def test_stage_broadcasts_like_matmul(stage, shape_a, shape_b):
     a, b = accuracy.random_operands(shape_a, shape_b)
     check(getattr(mlx_sgemm, stage), a, b)
+
+
+@pytest.mark.parametrize(
+    "shape_a, shape_b, b_transposed",
+    [
+        ((600, 1027), (1027, 515), False),  # K and N not multiples of 4
+        ((2, 520, 1030), (515, 1030), True),  # batched x @ W.T, W a transposed view
+    ],
+)
+def test_matmul_pads_unaligned_operands(shape_a, shape_b, b_transposed):
+    """Big products whose rows are not 16-byte aligned run on zero-padded copies
+    (adaptive.padding); the result has the true shape and float32 accuracy."""
+    a, b = accuracy.random_operands(shape_a, shape_b)
+    assert adaptive.padding("cuda", plan(a.shape, b.shape if not b_transposed else b.T.shape)) != (0, 0)
+    if b_transposed:
+        b = b.T
+    check(mlx_sgemm.matmul, a, b)
 
 
 @pytest.mark.parametrize("mnk", SHAPES, ids=lambda s: "x".join(map(str, s)))

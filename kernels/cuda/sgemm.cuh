@@ -774,23 +774,45 @@ __device__ inline void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
 }
 
-// d (64 x 128, float32) = a (64 x 8, TF32 in registers) * b (8 x 128, TF32 in
-// shared memory, K-major, described by b_desc) + (accumulate ? d : 0).
-// Fragments are those of mma.sync m16n8k8 (see mma_m16n8k8_tf32), warp w of
-// the warpgroup holding rows 16w..16w+15: a0 (g, t), a1 (g+8, t), a2 (g, t+4),
-// a3 (g+8, t+4); d[4j + e] is row g + 8 (e / 2), column 8j + 2t + e % 2.
+// d (64 x N, float32) = a (64 x 8, TF32 in registers) * b (8 x N, TF32 in
+// shared memory, K-major, described by b_desc) + (accumulate ? d : 0), for the
+// widths tile_wgmma uses (N = its BM). Fragments are those of mma.sync m16n8k8
+// (see mma_m16n8k8_tf32), warp w of the warpgroup holding rows 16w..16w+15:
+// a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4); d[4j + e] is row
+// g + 8 (e / 2), column 8j + 2t + e % 2.
 #define SGEMM_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
                     "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-__device__ inline void wgmma_m64n128k8_tf32(
-    float (&d)[64], const uint32_t (&a)[4], uint64_t b_desc, bool accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
-      : SGEMM_D8(0), SGEMM_D8(8), SGEMM_D8(16), SGEMM_D8(24),
-        SGEMM_D8(32), SGEMM_D8(40), SGEMM_D8(48), SGEMM_D8(56)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(int(accumulate)));
+// The operands after the N / 2 accumulators: a, b_desc, accumulate.
+#define SGEMM_WGMMA_INPUTS "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(int(accumulate))
+template <int N>
+__device__ inline void wgmma_tf32(
+    float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b_desc, bool accumulate) {
+  static_assert(N == 32 || N == 64 || N == 128, "m64n32k8, m64n64k8 or m64n128k8");
+  if constexpr (N == 128) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+        : SGEMM_D8(0), SGEMM_D8(8), SGEMM_D8(16), SGEMM_D8(24),
+          SGEMM_D8(32), SGEMM_D8(40), SGEMM_D8(48), SGEMM_D8(56)
+        : SGEMM_WGMMA_INPUTS);
+  } else if constexpr (N == 64) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+        : SGEMM_D8(0), SGEMM_D8(8), SGEMM_D8(16), SGEMM_D8(24)
+        : SGEMM_WGMMA_INPUTS);
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1;\n}\n"
+        : SGEMM_D8(0), SGEMM_D8(8)
+        : SGEMM_WGMMA_INPUTS);
+  }
 }
+#undef SGEMM_WGMMA_INPUTS
 #undef SGEMM_D8
 
 }  // namespace sgemm

@@ -14,7 +14,7 @@
 // of C transposed, D = C^T = B^T A^T: B^T's 64 x 8 fragments are loaded from
 // shared memory into registers, A's tile is read by the tensor cores.
 //
-// Block: 128 x 128 of C, 384 threads = 3 warpgroups.
+// Block: BM x 128 of C (below), 384 threads = 3 warpgroups.
 // - Warpgroup 0, the producer, copies k-tiles of A and B into a ring of STAGES
 //   shared-memory stages with cp.async (A in wgmma's core-matrix layout,
 //   sgemm::CoreMatrixTile; B in its own orientation, sgemm::SmemTile), keeping
@@ -23,9 +23,11 @@
 //   handing it over. It is a single warp per scheduler, so its instruction
 //   count is its speed: copies of interior tiles follow a plan made once
 //   (sgemm::CopyPlan), not per-copy index arithmetic.
-// - Warpgroups 1 and 2, the consumers, each own 64 columns x 128 rows of C (one
-//   m64n128 accumulator, 64 floats per thread): they split their B fragments
-//   in registers and issue the products.
+// - Warpgroups 1 and 2, the consumers, each own 64 columns x BM rows of C (one
+//   m64nBM accumulator, BM / 2 floats per thread): they split their B
+//   fragments in registers and issue the products.
+// BM = 128 for big products; 64 or 32 when C has only that many rows: the
+// products' width is BM, so a short C wastes no tensor work.
 // Named barriers pass the stages: FULL(s) when the producer has filled stage s,
 // EMPTY(s) when the consumers' products that read it are done. The producer
 // gives back registers it does not need, the consumers take them.
@@ -46,7 +48,8 @@ constexpr int THREADS = 384;
 constexpr int ENTRY_REGISTERS = 168, PRODUCER_REGISTERS = 136;
 constexpr int CONSUMER_REGISTERS =
     (THREADS * ENTRY_REGISTERS - 128 * PRODUCER_REGISTERS) / 256 / 8 * 8;
-static_assert(BM == 128 && BN == 128, "2 consumer warpgroups of m64n128 products");
+static_assert((BM == 32 || BM == 64 || BM == 128) && BN == 128,
+              "2 consumer warpgroups of m64nBM products");
 static_assert(2 * STAGES + 1 < 16, "named barriers 1..15");
 static_assert(LOOKAHEAD >= 1 && LOOKAHEAD < STAGES, "k-tiles in flight behind the one handed over");
 
@@ -143,17 +146,17 @@ if (warpgroup == 0) {
   // warpgroup w has columns 64 w.., its warp rows 16 (warp % 4).. of those.
   const int tid = threadIdx.x % 128, lane = tid % 32, g = lane / 4, tg = lane % 4;
   const int n0 = (warpgroup - 1) * 64 + (tid / 32) * 16 + g;
-  float acc[64] = {};
+  float acc[BM / 2] = {};
   // Compiled per layout of B and inlined: wgmma products must not be split by
   // a function call (ptxas then serializes them).
   sgemm::with_layout(t.B, [&](auto b_layout) {
     using BTile = sgemm::SmemTile<decltype(b_layout)::value, BK, BN>;
-    float part[64] = {};
+    float part[BM / 2] = {};
     for (int kt = 0; kt < k_tiles; ++kt) {
       sgemm::barrier_sync(full(kt), THREADS);
 #pragma unroll
       for (int s = 0; s < BK / 8; ++s) {
-        // B^T's fragments for this k8 step (layout: sgemm::wgmma_m64n128k8_tf32).
+        // B^T's fragments for this k8 step (layout: sgemm::wgmma_tf32).
         uint32_t big[4], small[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
@@ -171,12 +174,12 @@ if (warpgroup == 0) {
         const int k8 = ATile::offset(0, 8 * s);  // the k8 slice of each A part
         const uint64_t a_big = sgemm::wgmma_descriptor<ATile>(a_part(kt, 0) + k8);
         if (SPLIT) {
-          sgemm::wgmma_m64n128k8_tf32(part, big, a_big, s > 0);
-          sgemm::wgmma_m64n128k8_tf32(
+          sgemm::wgmma_tf32<BM>(part, big, a_big, s > 0);
+          sgemm::wgmma_tf32<BM>(
               part, big, sgemm::wgmma_descriptor<ATile>(a_part(kt, A_PARTS - 1) + k8), true);
-          sgemm::wgmma_m64n128k8_tf32(part, small, a_big, true);
+          sgemm::wgmma_tf32<BM>(part, small, a_big, true);
         } else {
-          sgemm::wgmma_m64n128k8_tf32(acc, big, a_big, true);
+          sgemm::wgmma_tf32<BM>(acc, big, a_big, true);
         }
       }
       sgemm::wgmma_commit();
@@ -190,7 +193,7 @@ if (warpgroup == 0) {
       if (kt + STAGES < k_tiles) sgemm::barrier_arrive(empty(kt), THREADS);
       if (SPLIT) {
 #pragma unroll
-        for (int i = 0; i < 64; ++i) acc[i] += part[i];
+        for (int i = 0; i < BM / 2; ++i) acc[i] += part[i];
       }
     }
   });
@@ -201,7 +204,7 @@ if (warpgroup == 0) {
   // block's operands hold an Inf or NaN, each output is recomputed with FMAs.
   const bool exact = SPLIT && saw_non_finite;
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
+  for (int j = 0; j < BM / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int row = t.row0 + 8 * j + 2 * tg + e % 2, col = t.col0 + n0 + 8 * (e / 2);
