@@ -115,15 +115,15 @@ def cuda_wgmma(
     and B), 6 without. LOOKAHEAD: k-tiles of copies in flight behind the one
     the producer hands over (< STAGES)."""
     bm, bn = BM, 128
-    a_floats = bm * BK  # sgemm::CoreMatrixTile: no padding
+    a_floats = bm * BK  # sgemm::SwizzledTile: no padding (BK = 32: 128-byte rows)
     stage_floats = (2 if SPLIT else 1) * a_floats + _smem_tile_floats(BK, bn)
     if STAGES is None:  # at most 7: two named barriers a stage, 15 in all
-        STAGES = min(7, (227 * 1024) // (4 * stage_floats))
+        STAGES = min(7, (227 * 1024 - 1024) // (4 * stage_floats))
     return KernelSpec(
         stage, "cuda", "tile_wgmma.cu", (384, 1, 1), bm, bn,
         (("BM", bm), ("BN", bn), ("BK", BK), ("STAGES", STAGES), ("SPLIT", SPLIT),
          ("GROUP_M", GROUP_M), ("LOOKAHEAD", LOOKAHEAD)),
-        shared_memory=STAGES * stage_floats * 4,
+        shared_memory=STAGES * stage_floats * 4 + 1024,  # + room to align the ring to 1 KB
         # One block per SM: the cap (65536 / 384 registers at entry) is what the
         # warpgroups' setmaxnreg redistributes.
         min_blocks=1,

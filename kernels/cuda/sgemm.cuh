@@ -624,43 +624,46 @@ __device__ inline void cp_async_tile(float* smem, const Operand& x, int r0, int 
 // of the mma.sync kernels (benchmarks/NOTES.md).
 // ---------------------------------------------------------------------------
 
-// A ROWS x BK tile in the layout wgmma reads from shared memory without
-// swizzling: "core matrices" of 8 rows x 4 floats, each stored as 128
-// contiguous bytes, the BK / 4 core matrices of 8 rows side by side (LBO =
-// 128 bytes apart along k), 8-row groups SBO bytes apart. Element (r, k) of the
-// tile is at offset(r, k). Its k runs fastest, as TF32 wgmma requires for the
-// shared-memory operand ("K-major"; only 16-bit types may be transposed).
+// A ROWS x BK tile (BK = 32) in the layout wgmma reads from shared memory
+// with the 128-byte swizzle. Its k runs fastest, as TF32 wgmma requires for the
+// shared-memory operand ("K-major"; only 16-bit types may be transposed): row
+// r is 128 contiguous bytes, its 16-byte chunk c stored in slot c ^ (r % 8);
+// 8 rows make a 1024-byte atom (SBO), and the tile must start 1024-byte
+// aligned. Element (r, k) is at offset(r, k). Why the swizzle (measured on an
+// H200 against the unswizzled "core matrix" layout: 1.1x float32, 1.8x TF32):
+// a warp copies 4 whole rows of the operand, whole 128-byte lines, half the
+// L2 requests of the 8 rows x 64 bytes a core-matrix copy takes (TF32 was
+// bound by the L2's tag lookups, 88% busy), and each 8 lanes writing one row
+// hit 8 different slots (no bank conflicts).
 template <int ROWS, int BK>
-struct CoreMatrixTile {
-  static_assert(ROWS % 8 == 0 && BK % 8 == 0, "whole core matrices, whole k8 steps");
+struct SwizzledTile {
+  static_assert(ROWS % 8 == 0 && BK == 32, "8-row atoms of 128-byte rows");
   static constexpr int FLOATS = ROWS * BK;
-  static constexpr int LBO = 128;           // bytes between core matrices along k
-  static constexpr int SBO = BK / 4 * 128;  // bytes between 8-row groups
+  static constexpr int LBO = 16;     // unused with a swizzle along K (one atom wide)
+  static constexpr int SBO = 1024;   // bytes between 8-row atoms
+  static constexpr uint64_t LAYOUT = 1;  // descriptor layout type: 128-byte swizzle
   __device__ static int offset(int r, int k) {
-    return (r / 8) * (SBO / 4) + (k / 4) * 32 + (r % 8) * 4 + k % 4;
+    return r * BK + (((k / 4) ^ (r % 8)) * 4) + k % 4;
   }
-  // The 16-byte chunk i of the tile in memory order holds row chunk(i).r,
-  // columns chunk(i).c..+3: 8 consecutive chunks are the 8 rows of one core
-  // matrix, so 8 threads storing chunks i..i+7 fill 128 contiguous bytes (no
-  // bank conflicts) from 8 rows of the operand.
-  static constexpr int LINE_CHUNKS = 2 * BK;  // chunk i + LINE_CHUNKS: 8 rows down
+  static constexpr int LINE_CHUNKS = BK / 4;  // chunk i + LINE_CHUNKS: the next row
   __device__ static Chunk chunk(int i) {
-    return {(i / (8 * BK / 4)) * 8 + i % 8, (i / 8) % (BK / 4) * 4, 4 * i};
+    const int r = i / (BK / 4), c = (i % (BK / 4)) * 4;
+    return {r, c, offset(r, c)};
   }
 };
 
-// Start copying the ROWS x BK tile of x at (r0, k0) into a CoreMatrixTile,
+// Start copying the ROWS x BK tile of x at (r0, k0) into a SwizzledTile,
 // zeros outside x: 16-byte copies when x has layout L = ROW_MAJOR with 16-byte
 // aligned rows (the k-major tile is then x's own orientation), else 4-byte
 // copies with consecutive threads walking x's contiguous direction (a
 // transposed view is transposed on the way in).
 template <int ROWS, int BK, int THREADS, Layout L>
-__device__ inline void cp_async_core_matrix_tile(float* smem, const Operand& x, int r0, int k0) {
-  using Tile = CoreMatrixTile<ROWS, BK>;
+__device__ inline void cp_async_swizzled_tile(float* smem, const Operand& x, int r0, int k0) {
+  using Tile = SwizzledTile<ROWS, BK>;
   constexpr int VECTORS = ROWS * BK / 4;
   static_assert(VECTORS % THREADS == 0, "every thread copies the same amount");
   if (L == ROW_MAJOR && x.vectorizes<ROW_MAJOR>()) {
-#pragma unroll
+#pragma unroll 1  // edge tiles only (tile_wgmma copies the others by a CopyPlan): rolled, no addresses kept live
     for (int j = 0; j < VECTORS / THREADS; ++j) {
       const Chunk ch = Tile::chunk(j * THREADS + threadIdx.x);
       const int r = r0 + ch.r, k = k0 + ch.c;
@@ -679,7 +682,7 @@ __device__ inline void cp_async_core_matrix_tile(float* smem, const Operand& x, 
 }
 
 // The 16-byte copies one thread makes of every k-tile of a tile that lies
-// wholly inside its operand (Tile: SmemTile or CoreMatrixTile), worked out
+// wholly inside its operand (Tile: SmemTile or SwizzledTile), worked out
 // once: copy j of k-tile kt reads src + kt * k_step + j * j_step and writes
 // smem + j * smem_step of the stage. Chunk j + 1 of a thread is chunk j moved
 // by THREADS chunks, the same move for every j (whole lines, or whole 8-row
@@ -747,13 +750,13 @@ __device__ inline void registers_increase() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(REGS));
 }
 
-// The 64-bit descriptor of a CoreMatrixTile's k8 slice starting at `p`: its
-// shared-memory address, LBO and SBO (each in 16-byte units), no swizzling.
+// The 64-bit descriptor of a SwizzledTile's k8 slice starting at `p`: its
+// shared-memory address, LBO and SBO (each in 16-byte units), the swizzle.
 template <typename Tile>
 __device__ inline uint64_t wgmma_descriptor(const float* p) {
   const uint64_t address = static_cast<uint32_t>(__cvta_generic_to_shared(p));
   return ((address & 0x3ffff) >> 4) | (uint64_t((Tile::LBO & 0x3ffff) >> 4) << 16) |
-         (uint64_t((Tile::SBO & 0x3ffff) >> 4) << 32);
+         (uint64_t((Tile::SBO & 0x3ffff) >> 4) << 32) | (Tile::LAYOUT << 62);
 }
 
 // Shared memory written by ordinary stores (or cp.async) is read by wgmma

@@ -16,13 +16,13 @@
 //
 // Block: BM x 128 of C (below), 384 threads = 3 warpgroups.
 // - Warpgroup 0, the producer, copies k-tiles of A and B into a ring of STAGES
-//   shared-memory stages with cp.async (A in wgmma's core-matrix layout,
-//   sgemm::CoreMatrixTile; B in its own orientation, sgemm::SmemTile), keeping
-//   LOOKAHEAD k-tiles of copies in flight behind the one it hands over; with
-//   SPLIT it splits A's tile in place into big and small parts (3xTF32) before
-//   handing it over. It is a single warp per scheduler, so its instruction
-//   count is its speed: copies of interior tiles follow a plan made once
-//   (sgemm::CopyPlan), not per-copy index arithmetic.
+//   shared-memory stages with cp.async (A in wgmma's 128-byte swizzled
+//   layout, sgemm::SwizzledTile; B in its own orientation, sgemm::SmemTile),
+//   keeping LOOKAHEAD k-tiles of copies in flight behind the one it hands
+//   over; with SPLIT it splits A's tile in place into big and small parts
+//   (3xTF32) before handing it over. It is a single warp per scheduler, so its
+//   instruction count is its speed: copies of interior tiles follow a plan
+//   made once (sgemm::CopyPlan), not per-copy index arithmetic.
 // - Warpgroups 1 and 2, the consumers, each own 64 columns x BM rows of C (one
 //   m64nBM accumulator, BM / 2 floats per thread): they split their B
 //   fragments in registers and issue the products.
@@ -53,7 +53,7 @@ static_assert((BM == 32 || BM == 64 || BM == 128) && BN == 128,
 static_assert(2 * STAGES + 1 < 16, "named barriers 1..15");
 static_assert(LOOKAHEAD >= 1 && LOOKAHEAD < STAGES, "k-tiles in flight behind the one handed over");
 
-using ATile = sgemm::CoreMatrixTile<BM, BK>;
+using ATile = sgemm::SwizzledTile<BM, BK>;
 constexpr int A_FLOATS = ATile::FLOATS;
 constexpr int B_FLOATS = sgemm::SmemTile<sgemm::ROW_MAJOR, BK, BN>::MAX_FLOATS;
 constexpr int A_PARTS = SPLIT ? 2 : 1;  // A's (big, small) or the one TF32 tile
@@ -61,8 +61,11 @@ constexpr int STAGE_FLOATS = A_PARTS * A_FLOATS + B_FLOATS;
 
 // STAGES x (A's parts, B); the spec asks MLX for this much dynamic shared
 // memory (mlx_sgemm/specs.py).
+// The spec asks for 1 KB more than the stages: the ring starts 1024-byte
+// aligned, as the swizzled tiles must.
 extern __shared__ float4 smem_float4[];
-float* const smem = reinterpret_cast<float*>(smem_float4);
+float* const smem = reinterpret_cast<float*>(
+    (reinterpret_cast<size_t>(smem_float4) + 1023) / 1024 * 1024);
 auto a_part = [&](int kt, int part) {
   return smem + (kt % STAGES) * STAGE_FLOATS + part * A_FLOATS;
 };
@@ -105,7 +108,7 @@ if (warpgroup == 0) {
         if (a_whole && whole_k) {
           a_plan.copy<A_FLOATS / 4 / 128>(a_part(kt, 0), kt);
         } else {
-          sgemm::cp_async_core_matrix_tile<BM, BK, 128, AL>(a_part(kt, 0), t.A, t.row0, kt * BK);
+          sgemm::cp_async_swizzled_tile<BM, BK, 128, AL>(a_part(kt, 0), t.A, t.row0, kt * BK);
         }
         if (b_whole && whole_k) {
           b_plan.copy<BK * BN / 4 / 128>(b_tile(kt), kt);
@@ -121,7 +124,7 @@ if (warpgroup == 0) {
         sgemm::barrier_sync(PRODUCERS_ONLY, 128);  // and every producer's
         float* big = a_part(ready, 0);
         float* small = a_part(ready, 1);
-#pragma unroll
+#pragma unroll 4
         for (int j = 0; j < A_FLOATS / 4 / 128; ++j) {
           const int i = 4 * (j * 128 + threadIdx.x);
           const float4 x = *reinterpret_cast<const float4*>(big + i);
