@@ -1,0 +1,67 @@
+"""Where the per-call time of a small product goes: the layers around our kernel.
+
+    python benchmarks/call_overhead.py
+
+For a few small products, each layer (the cuda_kernel object alone, inside an
+mx.custom_function, with stop_gradient, ops.launch, ops.matmul) is called 400
+times and evaluated together: "build" is the Python time to make the graph,
+"batched" the whole time per call. Next to mx.matmul. GPU only (CUDA).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+os.environ.setdefault("MLX_ENABLE_TF32", "0")
+
+import mlx.core as mx  # noqa: E402
+
+from mlx_sgemm import accuracy, adaptive, device, ops  # noqa: E402
+from mlx_sgemm.problem import plan  # noqa: E402
+
+
+def per_call(fn, n: int = 400) -> tuple[float, float]:
+    """(build, total) microseconds per call: the median of 7 batches of n."""
+    for _ in range(20):
+        mx.eval(fn())
+    rows = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        outs = [fn() for _ in range(n)]
+        t1 = time.perf_counter()
+        mx.eval(*outs)
+        rows.append(((t1 - t0) / n * 1e6, (time.perf_counter() - t0) / n * 1e6))
+    return sorted(rows, key=lambda r: r[1])[3]
+
+
+def main() -> int:
+    if device.backend() != device.CUDA:
+        print("needs MLX's CUDA backend")
+        return 1
+    for m, n, k in [(1, 1024, 4096), (1, 4096, 4096)]:
+        a, b = accuracy.random_operands((m, k), (k, n))
+        mx.eval(a, b)
+        how = adaptive.chooser("float32")(device.CUDA, plan(a.shape, b.shape))
+        kernel, params, shape_args = ops._launch_args(how.spec, plan(a.shape, b.shape), how.k_splits)
+        raw = lambda x, y: kernel(inputs=[x, y, params], **shape_args)[0]  # noqa: E731
+        wrapped = mx.custom_function(raw)
+        stopped = mx.custom_function(lambda x, y: raw(mx.stop_gradient(x), mx.stop_gradient(y)))
+        print(f"== {m}x{n}x{k} ({how.spec.stage}, {device.name()})")
+        layers = {
+            "mx.matmul": lambda: mx.matmul(a, b),
+            "cuda_kernel object": lambda: raw(a, b),
+            "+ mx.custom_function": lambda: wrapped(a, b),
+            "+ stop_gradient": lambda: stopped(a, b),
+            "ops.launch": lambda: ops.launch(how.spec, a, b),
+            "ops.matmul": lambda: ops.matmul(a, b),
+        }
+        for name, fn in layers.items():
+            build, total = per_call(fn)
+            print(f"  {name:22s} build {build:6.1f} us   batched {total:6.1f} us/call")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
