@@ -33,7 +33,9 @@ _HOPPER_FLOAT32 = specs.spec("tile_wgmma", "cuda")
 _HOPPER_TF32 = specs.cuda_wgmma("matmul_tf32_wgmma", SPLIT=False)
 # tile_wgmma's block heights: C's rows up to 32 or 64 take a narrower block,
 # whose products are only that wide (no tensor work on rows C does not have).
-_WGMMA_ROWS = (32, 64, 128)
+# TF32 goes up to 256 (one accumulator leaves room for it; half the L2 reads
+# of B per row of C).
+_WGMMA_ROWS = {"float32": (32, 64, 128), "tf32": (32, 64, 128, 256)}
 
 
 SMALL_M = 8  # rows of C up to which the product is memory-bound (small_m)
@@ -105,13 +107,14 @@ def choose(backend: str, precision: str, p: Plan) -> specs.KernelSpec:
 def _hopper(precision: str, rows: int) -> specs.KernelSpec:
     """tile_wgmma for ``precision`` with the lowest block that holds ``rows`` rows of C."""
     base = _HOPPER_TF32 if precision == "tf32" else _HOPPER_FLOAT32
-    bm = next((bm for bm in _WGMMA_ROWS if rows <= bm), _WGMMA_ROWS[-1])
+    heights = _WGMMA_ROWS[precision]
+    bm = next((bm for bm in heights if rows <= bm), heights[-1])
     return base if bm == base.block_m else specs.cuda_wgmma(base.stage, SPLIT=precision != "tf32", BM=bm)
 
 
 def wgmma_variants(precision: str) -> list[specs.KernelSpec]:
     """The tile_wgmma specs matmul may run at ``precision`` on Hopper."""
-    return [_hopper(precision, rows) for rows in _WGMMA_ROWS]
+    return [_hopper(precision, rows) for rows in _WGMMA_ROWS[precision]]
 
 
 def _without_wgmma(precision: str) -> specs.KernelSpec:

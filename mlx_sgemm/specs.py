@@ -110,9 +110,9 @@ def cuda_wgmma(
 ) -> KernelSpec:
     """Hopper (sm_90a): a producer warpgroup feeding 2 consumer warpgroups of
     wgmma m64nBM products through a ring of STAGES shared-memory stages, BM x 128
-    blocks, BM in (32, 64, 128) (kernels/cuda/tile_wgmma.cu). STAGES defaults to what fits in the
-    227 KB an H100/H200 block may have: 4 with SPLIT (A's big and small parts
-    and B), 6 without. LOOKAHEAD: k-tiles of copies in flight behind the one
+    blocks, BM in (32, 64, 128), or 256 without SPLIT (kernels/cuda/tile_wgmma.cu).
+    STAGES defaults to what fits in the 227 KB an H100/H200 block may have (at
+    BM = 128: 4 with SPLIT, A's big and small parts and B; 6 without). LOOKAHEAD: k-tiles of copies in flight behind the one
     the producer hands over (< STAGES)."""
     bm, bn = BM, 128
     a_floats = bm * BK  # sgemm::SwizzledTile: no padding (BK = 32: 128-byte rows)

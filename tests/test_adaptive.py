@@ -63,4 +63,6 @@ def test_hopper_block_height_follows_the_rows_of_c(monkeypatch):
     assert heights == {9: 32, 32: 32, 33: 64, 64: 64, 65: 128, 4096: 128}
     tf32 = adaptive.choose(device.CUDA, "tf32", plan((20, 256), (256, 512)))
     assert tf32.block_m == 32 and dict(tf32.template)["SPLIT"] is False
-    assert {s.block_m for s in adaptive.variants(device.CUDA) if s.source_file == "tile_wgmma.cu"} == {32, 64, 128}
+    assert adaptive.choose(device.CUDA, "tf32", plan((4096, 256), (256, 512))).block_m == 256
+    assert adaptive.choose(device.CUDA, "float32", plan((4096, 256), (256, 512))).block_m == 128
+    assert {s.block_m for s in adaptive.variants(device.CUDA) if s.source_file == "tile_wgmma.cu"} == {32, 64, 128, 256}

@@ -790,8 +790,15 @@ __device__ inline void wgmma_wait() {
 template <int N>
 __device__ inline void wgmma_tf32(
     float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b_desc, bool accumulate) {
-  static_assert(N == 32 || N == 64 || N == 128, "m64n32k8, m64n64k8 or m64n128k8");
-  if constexpr (N == 128) {
+  static_assert(N == 32 || N == 64 || N == 128 || N == 256, "m64n32k8 ... m64n256k8");
+  if constexpr (N == 256) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1;\n}\n"
+        : SGEMM_D8(0), SGEMM_D8(8), SGEMM_D8(16), SGEMM_D8(24), SGEMM_D8(32), SGEMM_D8(40), SGEMM_D8(48), SGEMM_D8(56), SGEMM_D8(64), SGEMM_D8(72), SGEMM_D8(80), SGEMM_D8(88), SGEMM_D8(96), SGEMM_D8(104), SGEMM_D8(112), SGEMM_D8(120)
+        : SGEMM_WGMMA_INPUTS);
+  } else if constexpr (N == 128) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "

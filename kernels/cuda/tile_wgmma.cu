@@ -26,7 +26,9 @@
 // - Warpgroups 1 and 2, the consumers, each own 64 columns x BM rows of C (one
 //   m64nBM accumulator, BM / 2 floats per thread): they split their B
 //   fragments in registers and issue the products.
-// BM = 128 for big products; 64 or 32 when C has only that many rows: the
+// BM = 128 for big products (256 for TF32: with one accumulator there is room
+// for 128 floats a thread, and each k-tile of B serves twice the rows of C,
+// which lightens the L2); 64 or 32 when C has only that many rows: the
 // products' width is BM, so a short C wastes no tensor work.
 // Named barriers pass the stages: FULL(s) when the producer has filled stage s,
 // EMPTY(s) when the consumers' products that read it are done. The producer
@@ -48,8 +50,9 @@ constexpr int THREADS = 384;
 constexpr int ENTRY_REGISTERS = 168, PRODUCER_REGISTERS = 136;
 constexpr int CONSUMER_REGISTERS =
     (THREADS * ENTRY_REGISTERS - 128 * PRODUCER_REGISTERS) / 256 / 8 * 8;
-static_assert((BM == 32 || BM == 64 || BM == 128) && BN == 128,
+static_assert((BM == 32 || BM == 64 || BM == 128 || BM == 256) && BN == 128,
               "2 consumer warpgroups of m64nBM products");
+static_assert(BM <= 128 || !SPLIT, "3xTF32 keeps 2 accumulators: 256 rows would need 256 registers");
 static_assert(2 * STAGES + 1 < 16, "named barriers 1..15");
 static_assert(LOOKAHEAD >= 1 && LOOKAHEAD < STAGES, "k-tiles in flight behind the one handed over");
 
@@ -177,10 +180,13 @@ if (warpgroup == 0) {
         const int k8 = ATile::offset(0, 8 * s);  // the k8 slice of each A part
         const uint64_t a_big = sgemm::wgmma_descriptor<ATile>(a_part(kt, 0) + k8);
         if (SPLIT) {
-          sgemm::wgmma_tf32<BM>(part, big, a_big, s > 0);
+          // The small cross terms first, big * big last (as sgemm::mma_3xtf32):
+          // the tensor cores' truncating adds then cost at most one rounding
+          // of the big product's size (a K = 1 product: <= 3 ulp in all).
+          sgemm::wgmma_tf32<BM>(part, small, a_big, s > 0);
           sgemm::wgmma_tf32<BM>(
               part, big, sgemm::wgmma_descriptor<ATile>(a_part(kt, A_PARTS - 1) + k8), true);
-          sgemm::wgmma_tf32<BM>(part, small, a_big, true);
+          sgemm::wgmma_tf32<BM>(part, big, a_big, true);
         } else {
           sgemm::wgmma_tf32<BM>(acc, big, a_big, true);
         }
