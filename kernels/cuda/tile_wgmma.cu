@@ -34,7 +34,7 @@
 // EMPTY(s) when the consumers' products that read it are done. The producer
 // gives back registers it does not need, the consumers take them.
 //
-// SPLIT (float32 accuracy): big*big + big*small + small*big per k8 step, into
+// SPLIT (float32 accuracy): small*big + big*small + big*big per k8 step, into
 // a fresh accumulator per k-tile that the FP32 units add to the running sum
 // (the tensor cores' accumulation rounds toward zero: see warp_tile_mma). The
 // split does not handle Inf and NaN (sgemm::split_tf32_fast); the block notes
@@ -47,6 +47,8 @@ constexpr int THREADS = 384;
 // threads x 168 (the most that lets 384 threads fit in 64K). A warpgroup that
 // asks for more than the others gave back would wait for ever. 136 for the
 // producer (its copy plans; 120 spilled) leaves the consumers 184 (176 spilled).
+// With SPLIT ptxas still spills ~50 bytes, before setmaxnreg and in the
+// epilogue, none in the loops (checked in the SASS).
 constexpr int ENTRY_REGISTERS = 168, PRODUCER_REGISTERS = 136;
 constexpr int CONSUMER_REGISTERS =
     (THREADS * ENTRY_REGISTERS - 128 * PRODUCER_REGISTERS) / 256 / 8 * 8;
@@ -62,10 +64,9 @@ constexpr int B_FLOATS = sgemm::SmemTile<sgemm::ROW_MAJOR, BK, BN>::MAX_FLOATS;
 constexpr int A_PARTS = SPLIT ? 2 : 1;  // A's (big, small) or the one TF32 tile
 constexpr int STAGE_FLOATS = A_PARTS * A_FLOATS + B_FLOATS;
 
-// STAGES x (A's parts, B); the spec asks MLX for this much dynamic shared
-// memory (mlx_sgemm/specs.py).
-// The spec asks for 1 KB more than the stages: the ring starts 1024-byte
-// aligned, as the swizzled tiles must.
+// STAGES x (A's parts, B), starting 1024-byte aligned as the swizzled tiles
+// must: the spec asks MLX for that much dynamic shared memory and 1 KB more
+// (mlx_sgemm/specs.py).
 extern __shared__ float4 smem_float4[];
 float* const smem = reinterpret_cast<float*>(
     (reinterpret_cast<size_t>(smem_float4) + 1023) / 1024 * 1024);
@@ -127,7 +128,7 @@ if (warpgroup == 0) {
         sgemm::barrier_sync(PRODUCERS_ONLY, 128);  // and every producer's
         float* big = a_part(ready, 0);
         float* small = a_part(ready, 1);
-#pragma unroll 4
+#pragma unroll 4  // 4 float4s at a time: fewer registers live than all 8
         for (int j = 0; j < A_FLOATS / 4 / 128; ++j) {
           const int i = 4 * (j * 128 + threadIdx.x);
           const float4 x = *reinterpret_cast<const float4*>(big + i);
