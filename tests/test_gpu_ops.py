@@ -12,7 +12,7 @@ import mlx.core as mx
 import pytest
 
 import mlx_sgemm
-from mlx_sgemm import accuracy, adaptive, specs
+from mlx_sgemm import accuracy, adaptive, device, specs
 from mlx_sgemm.problem import plan
 
 from .conftest import requires_gpu
@@ -83,9 +83,9 @@ def test_matmul_pads_unaligned_operands(shape_a, shape_b, b_transposed):
     """Big products whose rows are not 16-byte aligned run on zero-padded copies
     (adaptive.padding); the result has the true shape and float32 accuracy."""
     a, b = accuracy.random_operands(shape_a, shape_b)
-    assert adaptive.padding("cuda", plan(a.shape, b.shape if not b_transposed else b.T.shape)) != (0, 0)
     if b_transposed:
         b = b.T
+    assert adaptive.padding(device.CUDA, plan(a.shape, b.shape)) != (0, 0)
     check(mlx_sgemm.matmul, a, b)
 
 

@@ -590,7 +590,7 @@ template <int ROWS, int COLS, int THREADS, Layout L>
 __device__ inline void cp_async_tile(float* smem, const Operand& x, int r0, int c0) {
   using Tile = SmemTile<L, ROWS, COLS>;
   constexpr bool ROW = L == ROW_MAJOR;
-  constexpr int LINE = ROW ? COLS : ROWS;  // contiguous extent of the tile
+  constexpr int LINE = Tile::LINE;  // contiguous extent of the tile
   constexpr int VECTORS = ROWS * COLS / 4;
   static_assert(VECTORS % THREADS == 0, "every thread copies the same amount");
   if (x.vectorizes<L>()) {
@@ -685,8 +685,8 @@ __device__ inline void cp_async_swizzled_tile(float* smem, const Operand& x, int
 // wholly inside its operand (Tile: SmemTile or SwizzledTile), worked out
 // once: copy j of k-tile kt reads src + kt * k_step + j * j_step and writes
 // smem + j * smem_step of the stage. Chunk j + 1 of a thread is chunk j moved
-// by THREADS chunks, the same move for every j (whole lines, or whole 8-row
-// groups, per step), so two strides say it all. The general copy spends ~30
+// by THREADS chunks, the same move for every j (whole lines of the tile per
+// step), so two strides say it all. The general copy spends ~30
 // instructions of index arithmetic and bounds checks per copy; this, ~3
 // (measured with ncu on tile_wgmma: its producer warps issued ~700
 // instructions per k-tile, ~470 of them for 16 copies, and the consumers
