@@ -44,7 +44,7 @@ def main() -> int:
         a, b = accuracy.random_operands((m, k), (k, n))
         mx.eval(a, b)
         how = adaptive.chooser("float32")(device.CUDA, plan(a.shape, b.shape))
-        kernel, params, shape_args = ops._launch_args(how.spec, plan(a.shape, b.shape), how.k_splits)
+        kernel, params, shape_args = ops.kernel_call(how.spec, plan(a.shape, b.shape), how.k_splits)
         raw = lambda x, y: kernel(inputs=[x, y, params], **shape_args)[0]  # noqa: E731
         wrapped = mx.custom_function(raw)
         stopped = mx.custom_function(lambda x, y: raw(mx.stop_gradient(x), mx.stop_gradient(y)))

@@ -16,7 +16,7 @@ from typing import Callable
 
 import mlx.core as mx
 
-from . import adaptive, device, registry, specs
+from . import adaptive, device, registry, specs, tuning
 from .problem import Plan, check_operand, plan
 
 _poison = False
@@ -45,21 +45,6 @@ def _params_array(params: tuple[int, ...]) -> mx.array:
     return mx.array(params, dtype=mx.int32)
 
 
-@functools.lru_cache(maxsize=4096)
-def _launch_args(spec: specs.KernelSpec, p: Plan, k_splits: int):
-    """The kernel object, its ``params`` input and the launch's shape arguments
-    for one (kernel, problem shape, split), worked out once: on a small product
-    the per-call Python is a visible share of the time (benchmarks/NOTES.md)."""
-    shape_args = dict(
-        output_shapes=[p.kernel_out_shape(k_splits)],
-        output_dtypes=[mx.float32],
-        grid=p.grid(spec.block_m, spec.block_n, spec.threadgroup, k_splits),
-        threadgroup=spec.threadgroup,
-        template=list(spec.template) or None,
-    )
-    return registry.kernel(spec), _params_array(tuple(p.params(spec.block_m, spec.block_n, k_splits))), shape_args
-
-
 def launch(
     spec: specs.KernelSpec, a: mx.array, b: mx.array, stream=None, *, k_splits: int = 1, **extra,
 ) -> mx.array:
@@ -70,28 +55,61 @@ def launch(
     are summed here. ``extra`` holds any inputs beyond a, b and params that the
     spec names (``c_in`` and ``scalars`` for the fused gemm).
     """
-    p = plan(a.shape, b.shape)
+    return _launcher(spec, a.shape, b.shape, k_splits)(a, b, stream, extra)
+
+
+def kernel_call(spec: specs.KernelSpec, p: Plan, k_splits: int = 1):
+    """The kernel object, its ``params`` input and the launch's shape arguments
+    for one (kernel, problem, split): what a call of the kernel object needs
+    besides the operands (benchmarks/call_overhead.py calls it bare)."""
+    shape_args = dict(
+        output_shapes=[p.kernel_out_shape(k_splits)],
+        output_dtypes=[mx.float32],
+        grid=p.grid(spec.block_m, spec.block_n, spec.threadgroup, k_splits),
+        threadgroup=spec.threadgroup,
+        template=list(spec.template) or None,
+    )
+    params = p.params(spec.block_m, spec.block_n, k_splits)
+    return registry.kernel(spec), _params_array(tuple(params)), shape_args
+
+
+@functools.lru_cache(maxsize=4096)
+def _launcher(spec: specs.KernelSpec, a_shape: tuple, b_shape: tuple, k_splits: int):
+    """``launch`` for one (kernel, operand shapes, split), with everything that
+    depends on those alone worked out once: the plan, the kernel object, its
+    ``params`` input, the grid and the reshapes. On a small product the per-call
+    Python is a visible share of the time (benchmarks/NOTES.md, per-call cost)."""
+    p = plan(a_shape, b_shape)
     if p.empty:
-        return mx.zeros(p.out_shape, dtype=mx.float32, stream=stream)
+        return lambda a, b, stream, extra: mx.zeros(p.out_shape, dtype=mx.float32, stream=stream)
+    kernel, params, shape_args = kernel_call(spec, p, k_splits)
     # Reshapes are free for contiguous arrays; a strided view whose batch dims
     # must merge (or a 1-D operand of a view) is copied here, once.
-    if a.shape != p.a_shape:
-        a = a.reshape(p.a_shape, stream=stream)
-    if b.shape != p.b_shape:
-        b = b.reshape(p.b_shape, stream=stream)
-    kernel, params, shape_args = _launch_args(spec, p, k_splits)
-    named = dict(extra, a=a, b=b, params=params)
-    if "c_in" in named:
-        named["c_in"] = as_kernel_output(named["c_in"], p, stream)
-    (c,) = kernel(
-        inputs=[named[name] for name in spec.input_names],
-        **shape_args,
-        init_value=float("nan") if _poison else None,
-        stream=stream,
-    )
-    if k_splits > 1:
-        c = mx.sum(c, axis=0, stream=stream)
-    return c.reshape(p.out_shape, stream=stream) if c.shape != p.out_shape else c
+    a_kernel_shape = p.a_shape if a_shape != p.a_shape else None
+    b_kernel_shape = p.b_shape if b_shape != p.b_shape else None
+    out_shape = p.out_shape if p.kernel_out_shape() != p.out_shape else None
+    plain = spec.input_names == specs.INPUT_NAMES
+
+    def run(a, b, stream, extra):
+        if a_kernel_shape:
+            a = a.reshape(a_kernel_shape, stream=stream)
+        if b_kernel_shape:
+            b = b.reshape(b_kernel_shape, stream=stream)
+        if plain:
+            inputs = [a, b, params]
+        else:
+            named = dict(extra, a=a, b=b, params=params)
+            if "c_in" in named:
+                named["c_in"] = as_kernel_output(named["c_in"], p, stream)
+            inputs = [named[name] for name in spec.input_names]
+        (c,) = kernel(
+            inputs=inputs, **shape_args, init_value=float("nan") if _poison else None, stream=stream,
+        )
+        if k_splits > 1:
+            c = mx.sum(c, axis=0, stream=stream)
+        return c.reshape(out_shape, stream=stream) if out_shape else c
+
+    return run
 
 
 def as_kernel_output(c: mx.array, p: Plan, stream=None) -> mx.array:
@@ -148,12 +166,13 @@ def _differentiable(
         # outputs: stopping the gradient on the kernel's inputs keeps it off that
         # path, so the jvp below is used instead. (Costs nothing: no copy.)
         a, b = mx.stop_gradient(a), mx.stop_gradient(b)
-        pad_k, pad_n = adaptive.padding(backend, plan(a.shape, b.shape)) if pad else (0, 0)
+        pad_k, pad_n, run = _route(
+            choose, backend, a.shape, b.shape, pad, tuning.generation(), device.has_wgmma(), device.name(),
+        )
         if pad_k or pad_n:  # operands copied once, with aligned rows
             a = mx.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, pad_k)], stream=stream)
             b = mx.pad(b, [(0, 0)] * (b.ndim - 2) + [(0, pad_k), (0, pad_n)], stream=stream)
-        how = choose(backend, plan(a.shape, b.shape))
-        c = launch(how.spec, a, b, stream, k_splits=how.k_splits)
+        c = run(a, b, stream, {})
         return c[..., : c.shape[-1] - pad_n] if pad_n else c
 
     product = mx.custom_function(forward)
@@ -169,6 +188,22 @@ def _differentiable(
         return product(da, b) + product(a, db)
 
     return product
+
+
+@functools.lru_cache(maxsize=4096)
+def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool, *depends_on):
+    """(pad_k, pad_n, run): how ``forward`` computes one shape pair, decided once.
+
+    The choice also depends on the GPU and on the autotuner's entries, which
+    ``depends_on`` names (tuning.generation(), device.has_wgmma(), device.name()),
+    so that a new autotune result takes effect at the next call.
+    """
+    pad_k, pad_n = adaptive.padding(backend, plan(a_shape, b_shape)) if pad else (0, 0)
+    if pad_k or pad_n:
+        a_shape = (*a_shape[:-1], a_shape[-1] + pad_k)
+        b_shape = (*b_shape[:-2], b_shape[-2] + pad_k, b_shape[-1] + pad_n)
+    how = choose(backend, plan(a_shape, b_shape))
+    return pad_k, pad_n, _launcher(how.spec, a_shape, b_shape, how.k_splits)
 
 
 def _run(choose, a, b, stream, pad: bool = False) -> mx.array:

@@ -26,6 +26,9 @@ VERSION = 1  # bump when kernels change enough that old timings mislead
 # call, so the file is read once and the path rebuilt only when the override
 # changes.
 _loaded: tuple[str | None, dict] | None = None
+# Bumped whenever the entries in use change (loaded, reloaded or stored): what
+# matmul has worked out per shape is keyed by it (mlx_sgemm/ops.py, _route).
+_generation = 0
 
 
 def cache_path() -> Path:
@@ -62,11 +65,18 @@ def _read(path: Path) -> dict:
 
 def entries() -> dict:
     """The cache's entries (loaded once per path)."""
-    global _loaded
+    global _loaded, _generation
     override = os.environ.get(CACHE_ENV)
     if _loaded is None or _loaded[0] != override:
         _loaded = (override, _read(cache_path()))
+        _generation += 1
     return _loaded[1]
+
+
+def generation() -> int:
+    """A number that changes whenever :func:`entries` would answer differently."""
+    entries()
+    return _generation
 
 
 def lookup(device_name: str, precision: str, p: Plan) -> str | None:
@@ -89,5 +99,6 @@ def store(device_name: str, precision: str, p: Plan, choice: str, seconds: dict[
         os.replace(f.name, path)  # atomic: readers see the old file or the new one
     except OSError as e:
         warnings.warn(f"could not write the autotune cache {path}: {e}", stacklevel=2)
-    global _loaded
+    global _loaded, _generation
     _loaded = (os.environ.get(CACHE_ENV), table)
+    _generation += 1
