@@ -54,13 +54,15 @@ def k_splits(backend: str, spec: specs.KernelSpec, p: Plan) -> int:
     is long: each split's threadgroups then take a stretch of K, and the partial
     products are summed afterwards (ops.launch). Every kernel can split, but the
     heuristic splits only the Hopper pipeline, the one measured (the autotuner
-    tries splits everywhere).
+    tries splits everywhere). The splits stay within one wave of threadgroups:
+    a partly filled second wave takes as long as a full one (64 tiles split 3
+    ways, 192 blocks on 132 SMs, ran TF32 512x4096x4096 at 0.63x mx.matmul).
     """
     if backend != device.CUDA or spec.source_file != "tile_wgmma.cu":
         return 1
     tiles_m, tiles_n = p.tiles(spec.block_m, spec.block_n)
     tiles = tiles_m * tiles_n * p.batch
-    wanted = min(-(-HOPPER_SMS // tiles), p.K // MIN_SPLIT_K)
+    wanted = min(HOPPER_SMS // tiles, p.K // MIN_SPLIT_K)
     if wanted <= 1:
         return 1
     return -(-p.K // p.k_split_length(wanted))  # splits of that length cover K

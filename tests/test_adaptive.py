@@ -13,6 +13,15 @@ def test_few_tiles_and_long_k_split_k():
     assert p.k_split_length(4) == 1024
 
 
+def test_splits_stay_within_one_wave_of_blocks():
+    # 512 x 4096 in TF32's 256-row blocks: 64 tiles; 3 splits would make 192
+    # blocks, a second wave on 132 SMs; 2 make 128.
+    p = plan((512, 4096), (4096, 4096))
+    tf32 = adaptive.wgmma_variants("tf32")[-1]
+    assert tf32.block_m == 256 and adaptive.k_splits(device.CUDA, tf32, p) == 2
+    assert adaptive.k_splits(device.CUDA, WGMMA, plan((100, 4096), (4096, 9216))) == 1  # 72 tiles: no split
+
+
 def test_enough_tiles_or_short_k_do_not_split():
     assert adaptive.k_splits(device.CUDA, WGMMA, plan((8192, 4096), (4096, 8192))) == 1
     assert adaptive.k_splits(device.CUDA, WGMMA, plan((128, 1500), (1500, 128))) == 1
