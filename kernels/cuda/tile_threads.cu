@@ -50,31 +50,49 @@ sgemm::with_layouts(t.A.transposed(), t.B, [&](auto a_layout, auto b_layout) SGE
   const int n0 = (warp % WARPS_N) * WN + (lane % LANES_N) * 4;
   const sgemm::Operand& B = t.B;
 
+  // Blocks whose tiles lie inside A and B (all but the edge blocks) load
+  // every whole k-tile by a plan made once (KTileStager::Plan).
+  using AStager = sgemm::KTileStager<BK, BM, THREADS, AL>;
+  using BStager = sgemm::KTileStager<BK, BN, THREADS, BL>;
+  const int K = t.K;
+  const bool a_inside = t.A.transposed().template vectorizes<AL>() && t.row0 + BM <= t.M;
+  const bool b_inside = B.template vectorizes<BL>() && t.col0 + BN <= t.N;
+  const typename AStager::Plan a_plan = AStager::plan(t.A.transposed(), t.row0);
+  const typename BStager::Plan b_plan = BStager::plan(B, t.col0);
+  AStager a_next;
+  BStager b_next;
+  auto fetch_a = [&](int k0) {
+    if (a_inside && k0 + BK <= K) a_next.fetch(a_plan, k0);
+    else a_next.fetch(t.A.transposed(), k0, t.row0);
+  };
+  auto fetch_b = [&](int k0) {
+    if (b_inside && k0 + BK <= K) b_next.fetch(b_plan, k0);
+    else b_next.fetch(B, k0, t.col0);
+  };
+
   // Prologue: k-tile 0 into buffer 0.
-  sgemm::KTileStager<BK, BM, THREADS, AL> a_next;
-  sgemm::KTileStager<BK, BN, THREADS, BL> b_next;
-  a_next.fetch(t.A.transposed(), 0, t.row0);
-  b_next.fetch(B, 0, t.col0);
+  fetch_a(0);
+  fetch_b(0);
   a_next.template store<LDA>(&As[0][0][0]);
   b_next.template store<LDB>(&Bs[0][0][0]);
   __syncthreads();
 
   float acc[TM][TN] = {};
   int buf = 0;
-  for (int k0 = 0; k0 < t.K; k0 += BK) {
+  for (int k0 = 0; k0 < K; k0 += BK) {
     // The next k-tile goes through registers into the other buffer while this
     // one is computed on: A's loads are issued now and stored halfway, B's
     // issued halfway and stored at the end. Each has half a k-tile of FMAs to
     // arrive, and registers hold only one operand's share of the tile at a
     // time (holding both through the whole k-tile measured 3-4% slower).
-    const bool more = k0 + BK < t.K;
-    if (more) a_next.fetch(t.A.transposed(), k0 + BK, t.row0);
+    const bool more = k0 + BK < K;
+    if (more) fetch_a(k0 + BK);
 
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
       if (k == BK / 2 && more) {
         a_next.template store<LDA>(&As[buf ^ 1][0][0]);
-        b_next.fetch(B, k0 + BK, t.col0);
+        fetch_b(k0 + BK);
       }
       float av[TM], bv[TN];
 #pragma unroll
