@@ -33,13 +33,16 @@ def parse_variant(text: str) -> tuple[str, specs.KernelSpec]:
     )  # D_NAME=1: a macro ahead of the header, for experiments
     changes = ",".join(c for c in changes.split(",") if not c.startswith("D_"))
     builders = {"tile_async": specs.cuda_pipelined, "tile_wgmma": specs.cuda_wgmma}
+    if stage == "small_m":
+        builders["small_m"] = lambda _stage, **kwargs: specs.cuda_small_m(**kwargs)
     if stage in builders and device.backend() == device.CUDA:
         # Its shared memory follows from the template: rebuild it from the builder.
         kwargs = {}
         for change in filter(None, changes.split(",")):
             key, _, value = change.partition("=")
             kwargs[key] = int(value)
-        return text, dataclasses.replace(builders[stage](stage, **kwargs), defines=defines)
+        spec = builders[stage](stage, **kwargs)
+        return text, dataclasses.replace(spec, defines=spec.defines + defines)
     spec = dataclasses.replace(specs.spec(stage, device.backend()), defines=defines)
     template = dict(spec.template)
     fields = {}

@@ -1,16 +1,24 @@
 """Time the small-M kernel (kernels/cuda/small_m.cu) on decode-time shapes, next to
-mx.matmul, with B row-major (x @ W) or a transposed view (x @ W.T), and split-K.
+mx.matmul, with B row-major (x @ W) or a transposed view (x @ W.T).
 
-    python benchmarks/small_m_explore.py --M 1 4 8 --S 1 4 8 16 \\
-        "" "BN=64,U=4" "BN=32,WARPS=8,U=8,UC=1,min_blocks=2"
+    python benchmarks/small_m_explore.py --M 1 4 8 -- \\
+        "" "STAGES=3" "WARPS=16,STAGES=3" "BN=16,WARPS=4"
 
-A variant is `key=value` changes to the small_m spec: a template constant (BN,
-WARPS, U, UC; block_n and the threadgroup follow BN and WARPS), a KernelSpec
-field (min_blocks), or D_NAME=1 (a macro ahead of the header). Split-K S runs the
-kernel on A viewed as (S, M, K/S) (mx.as_strided) and B as (S, K/S, N), then
-mx.sum over S: views, no copies. Every result is checked against float64 (error
-as in mlx_sgemm.accuracy). Also prints the device's read / copy bandwidth and the
+A variant is `key=value` changes to the small_m spec: an argument of
+specs.cuda_small_m (BN, WARPS, STAGES: shared memory, block_n, the threadgroup
+and min_blocks follow), a KernelSpec field (min_blocks), or D_NAME=1 (a macro
+ahead of the header). --S adds split-K outside the kernel: A viewed as
+(S, M, K/S) (mx.as_strided) and B as (S, K/S, N), then mx.sum over S (views, no
+copies). Every result is checked against float64 (error as in
+mlx_sgemm.accuracy). Also prints the device's read / copy bandwidth and the
 per-call floor of the timing (a tiny product). Rows go to --csv as they come.
+
+The times are per call, the Python and MLX work of a call included (on an H200
+about 16 us for small_m, 9 for mx.matmul). The kernels' own times: --profile
+under Nsight Compute,
+
+    ncu --clock-control none --metrics gpu__time_duration.sum --csv \\
+        python benchmarks/small_m_explore.py --profile --M 1 8 -- "" > ncu.csv
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import inspect
 import os
 import sys
 import time
@@ -32,20 +41,17 @@ SHAPES = ("4096x4096", "1024x4096", "14336x4096", "4096x14336")  # N x K
 
 
 def variant_spec(text: str) -> specs.KernelSpec:
-    base = specs.spec("small_m", "cuda")
-    template, fields, defines = dict(base.template), {}, []
+    builder, fields, defines = {}, {}, []
+    arguments = inspect.signature(specs.cuda_small_m).parameters
     for change in filter(None, text.split(",")):
         key, _, value = change.partition("=")
         if key.startswith("D_"):
             defines.append((key[2:], int(value)))
-        elif key in template:
-            template[key] = int(value)
+        elif key in arguments:
+            builder[key] = int(value)
         else:
             fields[key] = int(value)
-    return dataclasses.replace(
-        base, template=tuple(template.items()), block_n=template["BN"],
-        threadgroup=(32 * template["WARPS"], 1, 1), defines=tuple(defines), **fields,
-    )
+    return dataclasses.replace(specs.cuda_small_m(**builder), defines=tuple(defines), **fields)
 
 
 def split_k(a, b, w, s):
@@ -90,21 +96,50 @@ def bandwidth(repeats):
           f"copy (x + 1) {2 * nbytes / copy / 1e12:.2f} TB/s")
 
 
+def profile(args) -> int:
+    """Every product once, mx.matmul first, after all operands exist: under
+    `ncu --clock-control none --metrics gpu__time_duration.sum` the kernels'
+    own times (L2 flushed before each), in the order printed here."""
+    variants = [(v or "default", variant_spec(v)) for v in args.variants]
+    cases = []
+    for shape in args.shapes:
+        n, k = map(int, shape.split("x"))
+        _, b = accuracy.random_operands((1, 1), (k, n))
+        w = mx.contiguous(b.T)
+        for m in args.M:
+            a, _ = accuracy.random_operands((m, k), (1, 1))
+            cases += [(m, n, k, layout, a, w.T if layout == "col" else b) for layout in args.layouts]
+    mx.eval([case[4:] for case in cases])
+    for label, spec in variants:  # compiled (NVRTC) before the profiled launches
+        mx.eval(ops.launch(spec, *cases[0][4:]))
+    print("profiled launches:", ", ".join(["mx.matmul"] + [label for label, _ in variants]), "per case")
+    for m, n, k, layout, a, b in cases:
+        print(f"case {m} {n} {k} {layout}")
+        mx.eval(mx.matmul(a, b))
+        for _, spec in variants:
+            mx.eval(ops.launch(spec, a, b))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("variants", nargs="*", default=[""])
     parser.add_argument("--M", nargs="+", type=int, default=[1, 4, 8])
     parser.add_argument("--shapes", nargs="+", default=list(SHAPES), help="N x K")
-    parser.add_argument("--S", nargs="+", type=int, default=[1, 2, 4, 8, 16])
+    parser.add_argument("--S", nargs="+", type=int, default=[1])
     parser.add_argument("--layouts", nargs="+", default=["row", "col"])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--budget", type=float, default=1e9, help="stop after this many seconds")
     parser.add_argument("--csv", default=None)
     parser.add_argument("--lean", action="store_true", help="also time the first variant called directly")
+    parser.add_argument("--profile", action="store_true",
+                        help="no timing: each product once, for a profiler (see profile)")
     args = parser.parse_args(argv)
     if device.backend() != device.CUDA:
         print("small_m is a CUDA kernel: nothing to time here")
         return 1
+    if args.profile:
+        return profile(args)
     start = time.perf_counter()
     print(device.name(), "MLX_ENABLE_TF32 =", os.environ.get("MLX_ENABLE_TF32"))
     bandwidth(args.repeats)

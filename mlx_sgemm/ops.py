@@ -107,7 +107,7 @@ def _launcher(spec: specs.KernelSpec, a_shape: tuple, b_shape: tuple, k_splits: 
         )
         if k_splits > 1:
             c = mx.sum(c, axis=0, stream=stream)
-        return c.reshape(out_shape, stream=stream) if out_shape else c
+        return c.reshape(out_shape, stream=stream) if out_shape is not None else c
 
     return run
 

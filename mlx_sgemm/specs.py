@@ -130,6 +130,26 @@ def cuda_wgmma(
     )
 
 
+def cuda_small_m(BN: int = 32, WARPS: int = 8, STAGES: int = 4) -> KernelSpec:
+    """small_m on CUDA (kernels/cuda/small_m.cu): blocks of 8 rows of C and BN
+    columns, 32 * WARPS threads walking K through a ring of STAGES cp.async
+    windows of 16 * threads floats of B and 8 x (16 * threads / BN) of A.
+    block_n and the shared memory follow from the template; min_blocks is what
+    fits in an SM's shared memory, with at least 96 registers a thread."""
+    threads = 32 * WARPS
+    window_k = 16 * threads // BN
+    row_slots = threads // (BN // 4) // max(1, 32 // (BN // 4))  # the kernel's ROW_SLOTS
+    slots = max(row_slots, WARPS // (BN // 4))  # and PARTS
+    shared = max(STAGES * 4 * (16 * threads + 8 * window_k), 4 * slots * 8 * BN)
+    fit = (228 * 1024) // (shared + 1024)  # an SM's shared memory, 1 KB reserved a block
+    return KernelSpec(
+        "small_m", "cuda", "small_m.cu", (threads, 1, 1), 8, BN,
+        (("BN", BN), ("WARPS", WARPS), ("STAGES", STAGES)),
+        shared_memory=shared,
+        min_blocks=max(1, min(fit, 65536 // (96 * threads))),
+    )
+
+
 _SPECS = {
     "cuda": [
         # One thread per output; 32 threads along N so a warp's loads of B and
@@ -154,16 +174,12 @@ _SPECS = {
         ),
         cuda_pipelined(),
         cuda_wgmma(),
-        # M <= 8 (decode-time x @ W): memory-bound, so 8-row blocks of BN columns
-        # that stream B with many 16-byte loads in flight (kernels/cuda/small_m.cu).
-        # BN 32 x 4 warps (190 registers, 2 blocks/SM) was the fastest of 11
-        # variants on an H200 over the 7B decode shapes, both B layouts; no
-        # split-K. The template's BN must equal block_n and 32 * WARPS the
-        # threadgroup (vary both: `small_m:BN=64,block_n=64`), else it writes NaN.
-        KernelSpec(
-            "small_m", "cuda", "small_m.cu", (128, 1, 1), 8, 32,
-            (("BN", 32), ("WARPS", 4), ("U", 8), ("UC", 2)),
-        ),
+        # M <= 8 (decode-time x @ W): memory-bound (kernels/cuda/small_m.cu).
+        # BN 32, 8 warps, 4 stages (80 KB, 2 blocks/SM, 128 registers): per
+        # call on an H200, 0.78-1.14x mx.matmul on the 7B decode shapes,
+        # 3.0-3.6 TB/s at N or K = 14336; 3 stages were the same within noise,
+        # 16 warps or BN 16 10-15% slower (benchmarks/small_m_explore.py).
+        cuda_small_m(),
     ],
     # Every Metal kernel reads a_strides / b_strides, so MLX passes any layout
     # as it is (transposed views, slices, broadcasts): no copies.

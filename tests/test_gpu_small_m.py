@@ -26,22 +26,18 @@ pytestmark = [
 
 UNIT_ROUNDOFF = 2.0**-24
 
-
-def spec(min_blocks=0, defines=(), **template):
-    """small_m with some template constants changed, block_n and threads to match."""
-    base = specs.spec("small_m", "cuda")
-    t = dict(base.template, **template)
-    return dataclasses.replace(
-        base, template=tuple(t.items()), block_n=t["BN"], threadgroup=(32 * t["WARPS"], 1, 1),
-        min_blocks=min_blocks, defines=tuple(defines),
-    )
-
-
+# Each variant takes other paths of the kernel: 8 warps on a strip of 32
+# columns (the default: one warp per column group, 4 k-groups per warp); 2
+# warps per column group (column-major PARTS) and 8 k-groups per warp (BN 16);
+# 4 warps; 16 warps (2 per column group); 16 warps, 2 k-groups per warp (BN
+# 64). The shapes below have 1 to 8 rows of C in a tile (the kernel's 1-, 2-,
+# 4- and 8-row products) and more.
 SPECS = {
-    "default": specs.spec("small_m", "cuda"),  # BN 32, 4 warps
-    "W8": spec(BN=32, WARPS=8, U=8, UC=2),
-    "BN128": spec(BN=128, WARPS=8, U=4, UC=1),
-    "W16": spec(BN=64, WARPS=16, U=4, UC=1, min_blocks=1),  # 512 threads: 128 registers
+    "default": specs.spec("small_m", "cuda"),
+    "w16": specs.cuda_small_m(WARPS=16, STAGES=3),
+    "parts": specs.cuda_small_m(BN=16, WARPS=8, STAGES=3),
+    "four_warps": specs.cuda_small_m(BN=16, WARPS=4, STAGES=4),
+    "wide": specs.cuda_small_m(BN=64, WARPS=16, STAGES=3),
 }
 
 
@@ -132,7 +128,20 @@ def test_split_k_views(name, transposed_b, m, n, k, s):
 
 
 def test_mismatched_spec_writes_nan():
-    """A template BN that disagrees with the spec's block_n must not pass silently."""
-    bad = dataclasses.replace(SPECS["default"], block_n=64)
+    """A spec whose block_n or shared memory disagrees with its template must
+    not pass silently."""
     a, b = accuracy.random_operands((4, 300), (300, 200))
-    assert accuracy.relative_error(run(bad, a, b), a, b) == float("inf")
+    for bad in (dataclasses.replace(SPECS["default"], block_n=64),
+                dataclasses.replace(SPECS["default"], shared_memory=1024)):
+        assert accuracy.relative_error(run(bad, a, b), a, b) == float("inf")
+
+
+@pytest.mark.parametrize("transposed_b", [False, True], ids=["b", "b_view_T"])
+def test_same_bits_every_run(transposed_b):
+    """The partial sums meet in a fixed order (no atomics): no run differs."""
+    a, b = accuracy.random_operands((3, 4099), (4099, 1030))
+    if transposed_b:
+        b = mx.contiguous(b.T).T
+    first = np.asarray(run(SPECS["default"], a, b))
+    for _ in range(5):
+        assert np.array_equal(np.asarray(run(SPECS["default"], a, b)), first)

@@ -854,6 +854,44 @@ __device__ inline void wgmma_tf32(
 #undef SGEMM_WGMMA_INPUTS
 #undef SGEMM_D8
 
+// ---------------------------------------------------------------------------
+// Copies of single float4s (small_m), whatever the strides: each thread
+// copies its own pieces of an operand, and the copy decides how.
+// ---------------------------------------------------------------------------
+
+// Start copying the 4 neighbours of (r, c) in direction L (along a row / down
+// a column) into smem[0..3], zeros outside x: one 16-byte copy when x
+// vectorizes in that direction (`vector`, with r or c a multiple of 4), a
+// partial one at the matrix's edge; else 4-byte copies.
+template <Layout L>
+__device__ inline void cp_async_float4(float* smem, const Operand& x, int r, int c, bool vector) {
+  const int dr = L == COL_MAJOR, dc = L == ROW_MAJOR;
+  const bool line = L == ROW_MAJOR ? r < x.rows : c < x.cols;  // the row (column) exists
+  const int valid = line ? max(0, min(4, L == ROW_MAJOR ? x.cols - c : x.rows - r)) : 0;
+  if (vector) {
+    cp_async<16>(smem, valid ? &x.p[r * x.rs + c * x.cs] : x.p, 4 * valid);
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const bool in = e < valid;
+    cp_async<4>(smem + e, in ? &x.p[(r + e * dr) * x.rs + (c + e * dc) * x.cs] : x.p, in ? 4 : 0);
+  }
+}
+
+// A compile-time int as a type (as BoolTag for bools): small_m's rows of C.
+template <int N>
+struct IntTag {
+  static constexpr int value = N;
+};
+
+// The dynamic shared memory this block was launched with, in bytes.
+__device__ inline uint32_t dynamic_shared_bytes() {
+  uint32_t bytes;
+  asm("mov.u32 %0, %%dynamic_smem_size;\n" : "=r"(bytes));
+  return bytes;
+}
+
 }  // namespace sgemm
 
 #endif  // MLX_SGEMM_CUH

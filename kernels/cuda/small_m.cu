@@ -3,60 +3,101 @@
 //
 // Why a kernel of its own: with 8 rows of A every element of B is used 8 times,
 // so the product is bound by reading B (K x N floats) once from device memory,
-// not by arithmetic. A 128x128 tile would spend 120 of its 128 rows on nothing
-// and start only N / 128 blocks. Here a block owns BLOCK_M = 8 rows of C and BN
-// columns, and everything serves one goal: keep enough 16-byte loads of B in
-// flight on every SM to run at memory bandwidth. (Any M is correct: larger M
-// takes several row tiles, each reading B again.) K can be split across blocks
-// too, outside this kernel: A and B viewed as (S, M, K/S) and (S, K/S, N) batches,
-// summed over S afterwards (views, no copies: the kernel takes any strides).
+// not by arithmetic. A block owns BLOCK_M = 8 rows of C and a strip of BN
+// columns over all of K, and everything serves one goal: keep enough bytes of
+// B in flight on every SM, all the time, to run at memory bandwidth. (Any M is
+// correct: larger M takes several row tiles, each reading B again.)
 //
-// B's layout decides the access pattern:
+// The block walks K in windows of WK = 16 THREADS / BN: a window of B's strip
+// is 16 floats a thread (4 float4s), of A 8 rows x WK. A ring of STAGES
+// windows in shared memory is filled by cp.async, STAGES - 1 windows ahead of
+// the one the threads compute on, with one barrier per window:
+// - B's float4s go to slots private to the thread that copied them (it alone
+//   reads them back), so the copies in flight are bounded by shared memory,
+//   not registers.
+// - A's window is copied once for the block and read by every thread from
+//   shared memory. A is small, but every block reads all of it: left to L1 /
+//   L2 at the point of use, its latency lands on every step.
+// Copies inside the matrices (all but the last window, and the strip's edge)
+// are plain 16-byte cp.async from addresses worked out once; the others go
+// through sgemm::cp_async_float4, which does the bounds and strides (a partial
+// copy at an edge, 4-byte copies for strides that allow no 16-byte ones, zeros
+// outside the matrix), so the arithmetic is the same for every shape. Only the
+// rows C has (1, 2, 4 or 8: rows_of_c) are multiplied: a token's product (M = 1)
+// issues an eighth of the FMAs.
+//
+// B's layout decides which float4s a thread takes:
 // - row-major (x @ W): a row of B is contiguous. BN/4 threads each take a float4
-//   of the block's columns; the other threads of the block split K among
-//   themselves, each U consecutive rows of B per step (U loads in flight); A's 8
-//   x U values come as float4s that all lanes of a k-group share (broadcast, L1).
-//   The k-groups' partial 8 x BN results meet in shared memory at the end.
+//   of the strip's columns; the other threads split the window's rows among
+//   themselves, 4 consecutive rows each (k-groups). Their partial sums meet by
+//   shuffles inside a warp, then in one shared-memory slot per warp.
 // - column-major (x @ W.T, B a transposed view: nn.Linear's layout): a column of
-//   B is contiguous. Each warp takes 4 columns over all of K, its 32 lanes a
-//   float4 of K each (a warp reads 512 contiguous bytes of a column), UC float4s
-//   per column in flight; every lane then holds 8 x 4 partial dot products, which
-//   one transposing warp reduction (sgemm::warp_sum_spread) turns into the 32
-//   results, one per lane.
-// Strides that allow no 16-byte loads (odd N or K, slices) are read element by
-// element, in the same patterns.
+//   B is contiguous. A warp takes 4 columns, its lanes a float4 of K each (a
+//   warp reads 512 contiguous bytes of a column; with more warps than column
+//   groups, PARTS warps share a group, each a part of the window). Every lane
+//   then holds rows x 4 partial dot products, which one transposing warp
+//   reduction (sgemm::warp_sum_spread) turns into one result per lane (or per
+//   8 / rows lanes).
 //
-// Template constants (mlx_sgemm/specs.py): BN columns per block (= the spec's
-// block_n), WARPS (threads = 32 WARPS = the spec's threadgroup), U, UC.
-// Tried on an H200 and not kept: A staged in shared memory per K chunk (fewer
-// registers, but a barrier and an L2 round trip per chunk: 2x slower), loads of
-// the next step issued before this step's FMAs (more registers, fewer warps:
-// slower), and split-K S = 2..16 through batch views (each extra launch and the
-// sum cost more than the blocks gain, at every shape of the 7B suite).
+// Template constants (mlx_sgemm/specs.py, cuda_small_m): BN columns per block
+// (= the spec's block_n), WARPS (threads = 32 WARPS = the spec's
+// threadgroup), STAGES (windows in the ring; the spec's shared memory).
+//
+// Measured on an H200, BN 32, 8 warps, 4 stages, the kernel alone (Nsight
+// Compute, L2 flushed; cuBLAS or MLX's gemv for mx.matmul in brackets): 4096 x
+// 4096, M = 1: 21.3 us = 3.1 TB/s (19.0 us); N or K = 14336, M = 1: 3.5-4.1
+// TB/s (4.0); M = 8, x @ W.T: 2.3-3.1 TB/s (3.0-3.7). The kernel this replaced
+// (B in registers, 8 rows of FMAs a step, 4 warps a block): 1.4-2.9 TB/s.
+// Tried and not kept: B's ring alone, A loaded from L1 / L2 at each step
+// (0.9-2.6 TB/s, worse with more stages: the ring's shared memory took L1 from
+// A, and from the lambdas' captures that a non-inlined main loop rereads
+// through the stack after every barrier); on top of it split-K across clusters
+// of 2-8 blocks adding their partial sums through distributed shared memory
+// (slower at every shape: more blocks of the same slow kind); blocks of 1024
+// threads with B in registers (64 registers a thread: spills); 512 with the
+// next step's loads in flight (2.3-3.1 TB/s at M = 1, 1.0-1.6 at M = 8); here,
+// 16 warps, or BN 16 for more blocks per SM (10-15% slower per call).
 constexpr int BLOCK_M = 8;  // rows of C per block (= the spec's block_m)
 constexpr int THREADS = 32 * WARPS;
-constexpr int LANES_N = BN / 4;             // row-major: threads across the columns
-constexpr int K_GROUPS = THREADS / LANES_N;  // row-major: threads that split K
-constexpr int COL_GROUPS = BN / (4 * WARPS);  // column-major: 4-column groups per warp
+constexpr int STEP = 4;                      // float4s of B a thread takes per window
+constexpr int WK = 4 * STEP * THREADS / BN;  // the window's k extent
+static_assert(STAGES >= 2, "a ring: the window in use and the ones in flight");
+
+// Row-major: threads across the strip's columns, and the k-groups that split
+// the window's rows.
+constexpr int LANES_N = BN / 4;
+constexpr int K_GROUPS = THREADS / LANES_N;
 static_assert(BN % 4 == 0 && THREADS % LANES_N == 0 && (LANES_N % 32 == 0 || 32 % LANES_N == 0),
               "row-major: whole float4s, the block a whole number of column sweeps");
-static_assert(BN % (4 * WARPS) == 0, "column-major: every warp takes whole groups of 4 columns");
-static_assert(U % 4 == 0 && UC >= 1, "U rows of B per step: A's values as whole float4s");
+static_assert(STEP * K_GROUPS == WK, "row-major: the k-groups' rows make the window");
+constexpr int WARP_K_GROUPS = LANES_N < 32 ? 32 / LANES_N : 1;  // k-groups inside one warp
+constexpr int ROW_SLOTS = K_GROUPS / WARP_K_GROUPS;
+// Column-major: groups of 4 columns, PARTS warps to a group.
+constexpr int GROUPS = BN / 4;
+static_assert(WARPS % GROUPS == 0, "column-major: every warp takes one group of 4 columns");
+constexpr int PARTS = WARPS / GROUPS;
+static_assert(128 * PARTS == WK, "column-major: the parts' float4s of K make the window");
+constexpr int SLOTS = ROW_SLOTS > PARTS ? ROW_SLOTS : PARTS;
 
-// Row-major: the k-groups inside a warp are summed by shuffles, then one slot per
-// warp (or per k-group, when a column sweep spans warps) in shared memory.
-constexpr int WARP_K_GROUPS = LANES_N < 32 ? 32 / LANES_N : 1;
-constexpr int SLOTS = K_GROUPS / WARP_K_GROUPS;
-static_assert(SLOTS * BLOCK_M * BN * 4 <= 48 * 1024, "partial sums fit in static shared memory");
-__shared__ __align__(16) float partial[SLOTS][BLOCK_M][BN];
+// Shared memory (dynamic: the spec's shared_memory): the ring's windows, each
+// B's slots [STEP][THREADS] float4s then A's [BLOCK_M][WK] floats; after the
+// last window the same bytes hold the partial sums' slots [SLOTS][BLOCK_M][BN].
+constexpr int B_FLOATS = 4 * STEP * THREADS;
+constexpr int WINDOW_FLOATS = B_FLOATS + BLOCK_M * WK;
+constexpr int RING_BYTES = 4 * STAGES * WINDOW_FLOATS;
+constexpr int SLOT_BYTES = 4 * SLOTS * BLOCK_M * BN;
+constexpr int SHARED_BYTES = RING_BYTES > SLOT_BYTES ? RING_BYTES : SLOT_BYTES;
+extern __shared__ float4 smem_float4[];
+float* const smem = reinterpret_cast<float*>(smem_float4);
 
 const sgemm::Tile t = sgemm::locate_tile(
     BLOCK_M, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
 
-// The grid and thread count come from the spec's block_n and threadgroup: a
-// spec whose template disagrees with them would leave parts of C unwritten, so
-// it writes NaN instead, which no check can miss.
-if (blockDim.x != THREADS || params[sgemm::P_TILES_N] != (t.N + BN - 1) / BN) {
+// The grid, thread count and shared memory come from the spec: a spec whose
+// template disagrees with them would leave parts of C unwritten, so it writes
+// NaN instead, which no check can miss.
+if (blockDim.x != THREADS || params[sgemm::P_TILES_N] != (t.N + BN - 1) / BN ||
+    sgemm::dynamic_shared_bytes() < SHARED_BYTES) {
   for (int i = threadIdx.x; i < BLOCK_M * BN; i += blockDim.x) {
     const int r = t.row0 + i / BN, col = t.col0 + i % BN;
     if (r < t.M && col < t.N) t.C[r * t.ldc + col] = __int_as_float(0x7fc00000);
@@ -64,195 +105,192 @@ if (blockDim.x != THREADS || params[sgemm::P_TILES_N] != (t.N + BN - 1) / BN) {
   return;
 }
 
-// B is read once: its lines bypass L1 (ld.global.nc.L1::no_allocate), which
-// then keeps A for all the block's warps. Measured on an H200 (BN 32, 4 warps):
-// 103 vs 122 us geometric mean over the big column-major shapes, 116 vs 121
-// row-major.
-auto load_b = [](const float* p) -> float4 {
-  float4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
-      : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
-  return v;
+const int K = t.K;
+const int windows = (K + WK - 1) / WK;
+const int rows = min(BLOCK_M, t.M - t.row0);  // rows of C in this tile
+auto b_slots = [&](int w) { return smem + (w % STAGES) * WINDOW_FLOATS; };
+auto a_window = [&](int w) { return b_slots(w) + B_FLOATS; };
+// This thread's float4 v of window w: consecutive threads own consecutive 16
+// bytes, so a warp's copies and reads hit every bank once.
+auto b_slot = [&](int w, int v) { return b_slots(w) + 4 * (v * THREADS + threadIdx.x); };
+
+// Start copying window w's A: rows 0..ROWS-1 of this row tile at k = w WK ...
+// (rows past M and k past K zero).
+const sgemm::Operand A = t.A;
+const bool a_vector = A.vectorizes<sgemm::ROW_MAJOR>();
+const float* const a_top = A.p + t.row0 * A.rs;
+auto copy_a = [&](int w, auto rows_of_c) {
+  constexpr int ROWS = decltype(rows_of_c)::value;
+  float* const window = a_window(w);
+  for (int i = threadIdx.x; i < ROWS * WK / 4; i += THREADS) {
+    const int r = i / (WK / 4), kw = 4 * (i % (WK / 4)), k = w * WK + kw;
+    float* const dst = window + r * WK + kw;
+    if (a_vector && r < rows && k + 4 <= K) sgemm::cp_async<16>(dst, a_top + r * A.rs + k, 16);
+    else sgemm::cp_async_float4<sgemm::ROW_MAJOR>(dst, A, t.row0 + r, k, a_vector);
+  }
 };
 
-// Rows past M (M % 8 != 0) repeat row M - 1: the loads stay in bounds without a
-// branch, and those rows are never stored.
-const int last_row = t.M - 1 - t.row0;
-const bool c_aligned = t.ldc % 4 == 0 && sgemm::is_16_byte_aligned(t.C);
+// The ring: copy_b(w) starts the copies of this thread's float4s of window w,
+// compute(w) takes the window's products. The copies of window w + STAGES - 1
+// go out right after the barrier that says window w has landed for every
+// thread (and that every thread is done with the slots they overwrite).
+auto stream = [&](auto rows_of_c, auto copy_b, auto compute) {
+  auto copy = [&](int w) {
+    if (w < windows) {
+      copy_a(w, rows_of_c);
+      copy_b(w);
+    }
+    sgemm::cp_async_commit();  // every call commits: a fixed wait count means "window w"
+  };
+  for (int w = 0; w < STAGES - 1; ++w) copy(w);
+  for (int w = 0; w < windows; ++w) {
+    sgemm::cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    copy(w + STAGES - 1);
+    compute(w);
+  }
+  sgemm::cp_async_wait<0>();
+  __syncthreads();  // the slots below reuse the ring
+};
 
-// Row-major: sum the k-groups' partial 8 x BN results and store them. First
-// the k-groups inside a warp (lanes LANES_N apart share columns), by shuffles,
-// then one slot per warp through shared memory.
-auto finish_row_major = [&](float (&acc)[BLOCK_M][4], int tn, int tk) {
+auto row_major = [&](auto rows_of_c) {
+  constexpr int ROWS = decltype(rows_of_c)::value;
+  const sgemm::Operand B = t.B;
+  const bool b_vector = B.vectorizes<sgemm::ROW_MAJOR>();
+  const int tn = threadIdx.x % LANES_N, tk = threadIdx.x / LANES_N;
+  const int col = t.col0 + 4 * tn;
+  // Rows w WK + 4 tk + v, columns col..col + 3; whole and aligned in B for all
+  // but the last window and the strip's edge.
+  const bool whole_columns = b_vector && col + 3 < t.N;
+  const float* const b_first = B.p + STEP * tk * B.rs + col;
+  float acc[ROWS][4] = {};
+  stream(
+      rows_of_c,
+      [&](int w) {
+        const int k = w * WK + STEP * tk;
+        if (whole_columns && k + STEP <= K) {
+          const float* const p = b_first + w * WK * B.rs;
+#pragma unroll
+          for (int v = 0; v < STEP; ++v) sgemm::cp_async<16>(b_slot(w, v), p + v * B.rs, 16);
+        } else {
+#pragma unroll
+          for (int v = 0; v < STEP; ++v)
+            sgemm::cp_async_float4<sgemm::ROW_MAJOR>(b_slot(w, v), B, k + v, col, b_vector);
+        }
+      },
+      [&](int w) {
+        float4 bv[STEP];
+#pragma unroll
+        for (int v = 0; v < STEP; ++v) bv[v] = *reinterpret_cast<const float4*>(b_slot(w, v));
+        const float* const aw = a_window(w) + STEP * tk;
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+          const float4 a4 = *reinterpret_cast<const float4*>(aw + r * WK);
+          const float av[STEP] = {a4.x, a4.y, a4.z, a4.w};
+#pragma unroll
+          for (int v = 0; v < STEP; ++v) {
+            acc[r][0] += av[v] * bv[v].x;
+            acc[r][1] += av[v] * bv[v].y;
+            acc[r][2] += av[v] * bv[v].z;
+            acc[r][3] += av[v] * bv[v].w;
+          }
+        }
+      });
+
+  // The k-groups inside a warp (lanes LANES_N apart share columns) by
+  // shuffles, then one slot per warp (or per k-group, when a sweep spans warps).
 #pragma unroll
   for (int offset = LANES_N; offset < 32; offset *= 2)
 #pragma unroll
-    for (int r = 0; r < BLOCK_M; ++r)
+    for (int r = 0; r < ROWS; ++r)
 #pragma unroll
       for (int j = 0; j < 4; ++j) acc[r][j] += __shfl_xor_sync(0xffffffffu, acc[r][j], offset);
   if (tk % WARP_K_GROUPS == 0) {
 #pragma unroll
-    for (int r = 0; r < BLOCK_M; ++r)
-      *reinterpret_cast<float4*>(&partial[tk / WARP_K_GROUPS][r][4 * tn]) =
+    for (int r = 0; r < ROWS; ++r)
+      *reinterpret_cast<float4*>(&smem[((tk / WARP_K_GROUPS) * BLOCK_M + r) * BN + 4 * tn]) =
           make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
   }
-  __syncthreads();
-  for (int i = threadIdx.x; i < BLOCK_M * LANES_N; i += THREADS) {
-    const int r = i / LANES_N, c4 = 4 * (i % LANES_N);
-    float4 sum = *reinterpret_cast<const float4*>(&partial[0][r][c4]);
-#pragma unroll
-    for (int s = 1; s < SLOTS; ++s) {
-      const float4 v = *reinterpret_cast<const float4*>(&partial[s][r][c4]);
-      sum.x += v.x;
-      sum.y += v.y;
-      sum.z += v.z;
-      sum.w += v.w;
-    }
-    sgemm::store4_clipped(t.C, t.ldc, t.row0 + r, t.col0 + c4, t.M, t.N, c_aligned, sum);
-  }
 };
 
-auto row_major = [&](auto a_vector) SGEMM_MAIN_LOOP {
-  constexpr bool AV = decltype(a_vector)::value;  // A's rows allow float4 loads
-  const sgemm::Operand A = t.A, B = t.B;
-  const int K = t.K;
-  const int tn = threadIdx.x % LANES_N, tk = threadIdx.x / LANES_N;
-  const int col = t.col0 + 4 * tn;
-  const float* a_row[BLOCK_M];
+auto col_major = [&](auto rows_of_c) {
+  constexpr int ROWS = decltype(rows_of_c)::value;
+  const sgemm::Operand B = t.B;
+  const bool b_vector = B.vectorizes<sgemm::COL_MAJOR>();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int group = warp % GROUPS, part = warp / GROUPS;
+  const int col = t.col0 + 4 * group;
+  const int k_lane = 4 * (32 * part + lane);  // this lane's float4 of the window
+  // Columns col + v, rows w WK + k_lane ..; whole and aligned in B for all but
+  // the last window. (Columns past N repeat column N - 1 there: in bounds,
+  // never stored.)
+  const float* b_first[STEP];
 #pragma unroll
-  for (int r = 0; r < BLOCK_M; ++r) a_row[r] = A.p + (t.row0 + min(r, last_row)) * A.rs;
-
-  float acc[BLOCK_M][4] = {};
-  auto step = [&](int k, const float4 (&bv)[U]) {
+  for (int v = 0; v < STEP; ++v) b_first[v] = B.p + min(col + v, t.N - 1) * B.cs + k_lane;
+  float acc[ROWS * 4] = {};  // acc[4 r + j]: row r, column j
+  stream(
+      rows_of_c,
+      [&](int w) {
+        const int k = w * WK + k_lane;
+        if (b_vector && k + 4 <= K) {
 #pragma unroll
-    for (int r = 0; r < BLOCK_M; ++r) {
-      float av[U];
-#pragma unroll
-      for (int q = 0; q < U; q += 4) {
-        if (AV) {
-          *reinterpret_cast<float4*>(&av[q]) = __ldg(reinterpret_cast<const float4*>(a_row[r] + k + q));
+          for (int v = 0; v < STEP; ++v) sgemm::cp_async<16>(b_slot(w, v), b_first[v] + w * WK, 16);
         } else {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) av[q + e] = a_row[r][(k + q + e) * A.cs];
+          for (int v = 0; v < STEP; ++v)
+            sgemm::cp_async_float4<sgemm::COL_MAJOR>(b_slot(w, v), B, k, col + v, b_vector);
         }
-      }
+      },
+      [&](int w) {
+        float4 bv[STEP];
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        acc[r][0] += av[u] * bv[u].x;
-        acc[r][1] += av[u] * bv[u].y;
-        acc[r][2] += av[u] * bv[u].z;
-        acc[r][3] += av[u] * bv[u].w;
-      }
-    }
-  };
-
-  // Whole steps: U rows of B, all inside K. A thread whose 4 columns are whole
-  // and 16-byte aligned loads each row's float4 at once (every thread but those
-  // of the last block on an edge); the others element by element.
-  int k = tk * U;
-  if (B.vectorizes<sgemm::ROW_MAJOR>() && col + 3 < t.N) {
-    auto load_rows = [&](int k, float4 (&bv)[U]) {
+        for (int v = 0; v < STEP; ++v) bv[v] = *reinterpret_cast<const float4*>(b_slot(w, v));
+        const float* const aw = a_window(w) + k_lane;
 #pragma unroll
-      for (int u = 0; u < U; ++u) bv[u] = load_b(B.p + (k + u) * B.rs + col);
-    };
-    for (; k + U <= K; k += K_GROUPS * U) {
-      float4 bv[U];
-      load_rows(k, bv);
-      step(k, bv);
-    }
-  } else {
-    for (; k + U <= K; k += K_GROUPS * U) {
-      float4 bv[U];
-#pragma unroll
-      for (int u = 0; u < U; ++u) bv[u] = B.load4<sgemm::ROW_MAJOR>(k + u, col, false);
-      step(k, bv);
-    }
-  }
-  // The one step that runs past K (for one k-group at most): row by row.
-  for (int u = 0; u < U && k + u < K; ++u) {
-    const float4 b4 = B.load4<sgemm::ROW_MAJOR>(k + u, col, false);
-#pragma unroll
-    for (int r = 0; r < BLOCK_M; ++r) {
-      const float av = a_row[r][(k + u) * A.cs];
-      acc[r][0] += av * b4.x;
-      acc[r][1] += av * b4.y;
-      acc[r][2] += av * b4.z;
-      acc[r][3] += av * b4.w;
-    }
-  }
-
-  finish_row_major(acc, tn, tk);
-};
-
-auto col_major = [&](auto a_vector) SGEMM_MAIN_LOOP {
-  constexpr bool AV = decltype(a_vector)::value;
-  const sgemm::Operand A = t.A, B = t.B;
-  const int K = t.K;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const float* a_row[BLOCK_M];
-#pragma unroll
-  for (int r = 0; r < BLOCK_M; ++r) a_row[r] = A.p + (t.row0 + min(r, last_row)) * A.rs;
-  // A warp step covers 128 * UC of K; whole steps only where B's columns allow
-  // 16-byte loads, the rest (or everything) element by element.
-  constexpr int STEP = 128 * UC;
-  const int k_whole = B.vectorizes<sgemm::COL_MAJOR>() ? K / STEP * STEP : 0;
-
-  for (int g = 0; g < COL_GROUPS; ++g) {
-    const int col = t.col0 + (warp * COL_GROUPS + g) * 4;
-    // Columns past N repeat column N - 1 (in bounds, never stored).
-    const float* b_col[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) b_col[j] = B.p + min(col + j, t.N - 1) * B.cs;
-
-    float acc[BLOCK_M * 4] = {};  // acc[4 r + j]: row r, column j
-    auto load_cols = [&](int k, float4 (&bv)[UC][4]) {
-#pragma unroll
-      for (int u = 0; u < UC; ++u)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) bv[u][j] = load_b(b_col[j] + k + 128 * u);
-    };
-    for (int k = 4 * lane; k < k_whole; k += STEP) {
-      float4 bv[UC][4];
-      load_cols(k, bv);
-#pragma unroll
-      for (int r = 0; r < BLOCK_M; ++r) {
-#pragma unroll
-        for (int u = 0; u < UC; ++u) {
-          const int kk = k + 128 * u;
-          const float4 av = AV ? __ldg(reinterpret_cast<const float4*>(a_row[r] + kk))
-                               : make_float4(a_row[r][kk * A.cs], a_row[r][(kk + 1) * A.cs],
-                                             a_row[r][(kk + 2) * A.cs], a_row[r][(kk + 3) * A.cs]);
+        for (int r = 0; r < ROWS; ++r) {
+          const float4 a4 = *reinterpret_cast<const float4*>(aw + r * WK);
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             float& s = acc[4 * r + j];
-            s += av.x * bv[u][j].x;
-            s += av.y * bv[u][j].y;
-            s += av.z * bv[u][j].z;
-            s += av.w * bv[u][j].w;
+            s += a4.x * bv[j].x;
+            s += a4.y * bv[j].y;
+            s += a4.z * bv[j].z;
+            s += a4.w * bv[j].w;
           }
         }
-      }
-    }
-    for (int k = k_whole + lane; k < K; k += 32) {
-      float bv[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) bv[j] = b_col[j][k * B.rs];
-#pragma unroll
-      for (int r = 0; r < BLOCK_M; ++r) {
-        const float av = a_row[r][k * A.cs];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[4 * r + j] += av * bv[j];
-      }
-    }
+      });
 
-    // Lane i ends with the whole sum of acc[i]: row i / 4, column i % 4.
-    const float sum = sgemm::warp_sum_spread(acc);
-    const int r = t.row0 + lane / 4, cc = col + lane % 4;
-    if (r < t.M && cc < t.N) t.C[r * t.ldc + cc] = sum;
-  }
+  // Lanes i * 8 / ROWS .. end with the whole sum of acc[i]: row i / 4, column i % 4.
+  const float sum = sgemm::warp_sum_spread(acc);
+  constexpr int COPIES = 8 / ROWS;  // lanes holding each sum
+  const int i = lane / COPIES;
+  if (lane % COPIES == 0) smem[(part * BLOCK_M + i / 4) * BN + 4 * group + i % 4] = sum;
 };
 
-sgemm::with_flag(t.A.vectorizes<sgemm::ROW_MAJOR>(), [&](auto a_vector) {
-  if (t.B.layout() == sgemm::COL_MAJOR) col_major(a_vector);
-  else row_major(a_vector);
-});
+const bool b_col_major = t.B.layout() == sgemm::COL_MAJOR;
+auto multiply = [&](auto rows_of_c) {
+  if (b_col_major) col_major(rows_of_c);
+  else row_major(rows_of_c);
+};
+if (rows == 1) multiply(sgemm::IntTag<1>{});
+else if (rows == 2) multiply(sgemm::IntTag<2>{});
+else if (rows <= 4) multiply(sgemm::IntTag<4>{});
+else multiply(sgemm::IntTag<8>{});
+
+// The block's sums: its slots, added in order, stored.
+__syncthreads();
+const int used_slots = b_col_major ? PARTS : ROW_SLOTS;
+const bool c_aligned = t.ldc % 4 == 0 && sgemm::is_16_byte_aligned(t.C);
+for (int i = threadIdx.x; i < rows * BN / 4; i += THREADS) {
+  const float4* s = reinterpret_cast<const float4*>(smem) + i;
+  float4 sum = s[0];
+  for (int q = 1; q < used_slots; ++q) {
+    const float4 v = s[q * BLOCK_M * BN / 4];
+    sum.x += v.x;
+    sum.y += v.y;
+    sum.z += v.z;
+    sum.w += v.w;
+  }
+  sgemm::store4_clipped(t.C, t.ldc, t.row0 + i / (BN / 4), t.col0 + 4 * (i % (BN / 4)), t.M, t.N,
+                        c_aligned, sum);
+}
