@@ -33,6 +33,13 @@ PRECISIONS = ("float32", "tf32")
 _CUDA_TF32 = specs.cuda_pipelined("matmul_tf32", SPLIT=False, BK=32, STAGES=3)
 _HOPPER_FLOAT32 = specs.spec("tile_wgmma", "cuda")
 _HOPPER_TF32 = specs.cuda_wgmma("matmul_tf32_wgmma", SPLIT=False)
+# TF32's 256-row blocks (every product of more than 128 rows): one k-tile's
+# products in flight across the next one's barrier, one k-tile of copies
+# ahead (with 2 the ring had a stage too few). H200, same process, two runs:
+# 287 / 301 -> 302 / 318 TFLOP/s at 4096^3, 299 / 288 -> 313 / 305 at 8192^3
+# (benchmarks/NOTES.md).
+_HOPPER_TF32_TALL = specs.cuda_wgmma(
+    "matmul_tf32_wgmma", SPLIT=False, BM=256, IN_FLIGHT=True, LOOKAHEAD=1)
 # tile_wgmma's block heights: C's rows up to 32 or 64 take a narrower block,
 # whose products are only that wide (no tensor work on rows C does not have).
 # TF32 goes up to 256 (one accumulator leaves room for it; half the L2 reads
@@ -113,6 +120,8 @@ def _hopper(precision: str, rows: int) -> specs.KernelSpec:
     base = _HOPPER_TF32 if precision == "tf32" else _HOPPER_FLOAT32
     heights = _WGMMA_ROWS[precision]
     bm = next((bm for bm in heights if rows <= bm), heights[-1])
+    if precision == "tf32" and bm == _HOPPER_TF32_TALL.block_m:
+        return _HOPPER_TF32_TALL
     return base if bm == base.block_m else specs.cuda_wgmma(base.stage, SPLIT=precision != "tf32", BM=bm)
 
 
@@ -169,10 +178,12 @@ def candidates(backend: str, precision: str, p: Plan) -> list[Launch]:
             default_splits = k_splits(backend, base, p)
             splits = sorted({1, default_splits, 2 * default_splits} if p.K >= 2 * MIN_SPLIT_K else {1})
             add(base, splits)
-            deepest = dict(base.template)["STAGES"]  # what fits in 227 KB (specs.cuda_wgmma)
+            t = dict(base.template)
+            deepest = t["STAGES"]  # what fits in 227 KB (specs.cuda_wgmma)
             for stages, group_m in ((deepest - 1, 8), (deepest, 4), (deepest, 16)):
                 add(specs.cuda_wgmma(base.stage, SPLIT=float32, STAGES=stages, GROUP_M=group_m,
-                                     BM=base.block_m), splits)
+                                     BM=base.block_m, IN_FLIGHT=t["IN_FLIGHT"],
+                                     LOOKAHEAD=t["LOOKAHEAD"]), splits)
         add(_without_wgmma(precision))
         if p.M <= 4 * SMALL_M:
             add(specs.spec("small_m", backend))

@@ -106,14 +106,15 @@ def cuda_pipelined(
 
 def cuda_wgmma(
     stage: str = "tile_wgmma", *, SPLIT: bool = True, STAGES: int | None = None, BK: int = 32,
-    GROUP_M: int = 8, LOOKAHEAD: int = 2, BM: int = 128,
+    GROUP_M: int = 8, LOOKAHEAD: int = 2, BM: int = 128, IN_FLIGHT: bool = False,
 ) -> KernelSpec:
     """Hopper (sm_90a): a producer warpgroup feeding 2 consumer warpgroups of
     wgmma m64nBM products through a ring of STAGES shared-memory stages, BM x 128
     blocks, BM in (32, 64, 128), or 256 without SPLIT (kernels/cuda/tile_wgmma.cu).
     STAGES defaults to what fits in the 227 KB an H100/H200 block may have (at
     BM = 128: 4 with SPLIT, A's big and small parts and B; 6 without). LOOKAHEAD: k-tiles of copies in flight behind the one
-    the producer hands over (< STAGES)."""
+    the producer hands over (< STAGES). IN_FLIGHT (TF32 only): one k-tile's
+    products stay in flight across the next k-tile's barrier."""
     bm, bn = BM, 128
     a_floats = bm * BK  # sgemm::SwizzledTile: no padding (BK = 32: 128-byte rows)
     stage_floats = (2 if SPLIT else 1) * a_floats + _smem_tile_floats(BK, bn)
@@ -122,7 +123,7 @@ def cuda_wgmma(
     return KernelSpec(
         stage, "cuda", "tile_wgmma.cu", (384, 1, 1), bm, bn,
         (("BM", bm), ("BN", bn), ("BK", BK), ("STAGES", STAGES), ("SPLIT", SPLIT),
-         ("GROUP_M", GROUP_M), ("LOOKAHEAD", LOOKAHEAD)),
+         ("GROUP_M", GROUP_M), ("LOOKAHEAD", LOOKAHEAD), ("IN_FLIGHT", bool(IN_FLIGHT))),
         shared_memory=STAGES * stage_floats * 4 + 1024,  # + room to align the ring to 1 KB
         # One block per SM: the cap (65536 / 384 registers at entry) is what the
         # warpgroups' setmaxnreg redistributes.

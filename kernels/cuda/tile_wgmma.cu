@@ -57,6 +57,7 @@ static_assert((BM == 32 || BM == 64 || BM == 128 || BM == 256) && BN == 128,
 static_assert(BM <= 128 || !SPLIT, "3xTF32 keeps 2 accumulators: 256 rows would need 256 registers");
 static_assert(2 * STAGES + 1 < 16, "named barriers 1..15");
 static_assert(LOOKAHEAD >= 1 && LOOKAHEAD < STAGES, "k-tiles in flight behind the one handed over");
+static_assert(!IN_FLIGHT || !SPLIT, "3xTF32 adds each k-tile's products to the sum once they are done");
 
 using ATile = sgemm::SwizzledTile<BM, BK>;
 constexpr int A_FLOATS = ATile::FLOATS;
@@ -193,19 +194,28 @@ if (warpgroup == 0) {
         }
       }
       sgemm::wgmma_commit();
-      // All 12 products' fragment registers stay live until they complete, so
-      // waiting every k-tile is what the registers allow (waiting every 2
-      // k-tiles made ptxas serialize the products: too few registers; waiting
-      // per k8 step with the sum folded every 2 k-tiles gained nothing:
-      // benchmarks/NOTES.md).
-      sgemm::wgmma_wait<0>();
+      // SPLIT: all 12 products' fragment registers stay live until they
+      // complete, so waiting every k-tile is what the registers allow (waiting
+      // every 2 k-tiles made ptxas serialize the products: too few registers;
+      // waiting per k8 step with the sum folded every 2 k-tiles gained nothing:
+      // benchmarks/NOTES.md). IN_FLIGHT (TF32): this k-tile's products keep
+      // the tensor cores busy through the next k-tile's barrier and fragment
+      // loads, and the stage given back is the previous k-tile's.
+      int done = kt;  // the k-tile whose products are now complete
+      if (IN_FLIGHT) {
+        sgemm::wgmma_wait<1>();
+        done = kt - 1;
+      } else {
+        sgemm::wgmma_wait<0>();
+      }
       // The producer waits for this only while it has k-tiles left to copy.
-      if (kt + STAGES < k_tiles) sgemm::barrier_arrive(empty(kt), THREADS);
+      if (done >= 0 && done + STAGES < k_tiles) sgemm::barrier_arrive(empty(done), THREADS);
       if (SPLIT) {
 #pragma unroll
         for (int i = 0; i < BM / 2; ++i) acc[i] += part[i];
       }
     }
+    sgemm::wgmma_wait<0>();
   });
   if (!(probe == 0.0f)) saw_non_finite = 1;
   __syncthreads();
