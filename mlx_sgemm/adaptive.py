@@ -206,11 +206,17 @@ def tuned(backend: str, precision: str, p: Plan) -> Launch | None:
 
 @functools.lru_cache(maxsize=1024)
 def _candidate_named(backend: str, precision: str, p: Plan, key: str) -> Launch | None:
-    """The candidate for p called ``key``, or None (a stale cache entry). Kept:
-    matmul asks on every call, and the candidates are a dozen specs to build."""
+    """The launch called ``key`` for p: a candidate kernel for p with the K split
+    the key names, or None (a stale cache entry). The split is taken from the
+    key, not matched: shapes of one class can differ in which splits the
+    candidates list (it follows K), and a tuned split is valid for any K.
+    Kept: matmul asks on every call, and the candidates are a dozen specs to build."""
+    spec_key, _, splits = key.rpartition("/")
+    if not splits.isdigit() or int(splits) < 1:
+        return None
     for launch in candidates(backend, precision, p):
-        if launch.key == key:
-            return launch
+        if launch.key.rpartition("/")[0] == spec_key:
+            return Launch(launch.spec, int(splits))
     return None
 
 

@@ -81,6 +81,17 @@ def test_corrupt_or_foreign_cache_is_ignored_then_replaced(cache, fake_hopper):
     assert json.loads(cache.read_text())["version"] == tuning.VERSION
 
 
+def test_a_tuned_split_applies_to_the_whole_shape_class(cache, fake_hopper):
+    # K = 2048 offers splits 1, 2, 4; K = 2000 (same class) offers only 1, yet
+    # the split that won applies to it too (a K split is valid for any K).
+    tuned_for = plan((300, 2048), (2048, 500))
+    winner = next(c for c in adaptive.candidates(device.CUDA, "float32", tuned_for) if c.k_splits > 1)
+    tuning.store("Fake H200", "float32", tuned_for, winner.key, {winner.key: 1.0})
+    p = plan((280, 2000), (2000, 470))
+    assert all(c.k_splits == 1 for c in adaptive.candidates(device.CUDA, "float32", p))
+    assert adaptive.chooser("float32")(device.CUDA, p) == winner
+
+
 def test_stale_entry_falls_back_to_the_heuristic(cache, monkeypatch):
     monkeypatch.setattr(device, "name", lambda: "Fake H200")
     p = plan((100, 4096), (4096, 300))
