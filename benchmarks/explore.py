@@ -32,9 +32,11 @@ def parse_variant(text: str) -> tuple[str, specs.KernelSpec]:
         for c in changes.split(",") if c.startswith("D_")
     )  # D_NAME=1: a macro ahead of the header, for experiments
     changes = ",".join(c for c in changes.split(",") if not c.startswith("D_"))
-    builders = {"tile_async": specs.cuda_pipelined, "tile_wgmma": specs.cuda_wgmma}
-    if stage == "small_m":
-        builders["small_m"] = lambda _stage, **kwargs: specs.cuda_small_m(**kwargs)
+    builders = {
+        "tile_async": specs.cuda_pipelined,
+        "tile_wgmma": specs.cuda_wgmma,
+        "small_m": lambda _stage, **kwargs: specs.cuda_small_m(**kwargs),
+    }
     if stage in builders and device.backend() == device.CUDA:
         # Its shared memory follows from the template: rebuild it from the builder.
         kwargs = {}

@@ -207,12 +207,14 @@ def tuned(backend: str, precision: str, p: Plan) -> Launch | None:
 @functools.lru_cache(maxsize=1024)
 def _candidate_named(backend: str, precision: str, p: Plan, key: str) -> Launch | None:
     """The launch called ``key`` for p: a candidate kernel for p with the K split
-    the key names, or None (a stale cache entry). The split is taken from the
-    key, not matched: shapes of one class can differ in which splits the
-    candidates list (it follows K), and a tuned split is valid for any K.
+    the key names, or None (a stale or corrupt cache entry). The split is taken
+    from the key, not matched: shapes of one class can differ in which splits
+    the candidates list (it follows K), and a tuned split is valid for any K
+    that gives each split at least one k-tile of 32 (a bound that also keeps
+    a corrupt count from asking for a partial product per split it names).
     Kept: matmul asks on every call, and the candidates are a dozen specs to build."""
     spec_key, _, splits = key.rpartition("/")
-    if not splits.isdigit() or int(splits) < 1:
+    if not splits.isdigit() or not 1 <= int(splits) <= -(-p.K // 32):
         return None
     for launch in candidates(backend, precision, p):
         if launch.key.rpartition("/")[0] == spec_key:

@@ -92,6 +92,16 @@ def test_a_tuned_split_applies_to_the_whole_shape_class(cache, fake_hopper):
     assert adaptive.chooser("float32")(device.CUDA, p) == winner
 
 
+def test_corrupt_split_count_falls_back_to_the_heuristic(cache, fake_hopper):
+    p = plan((100, 4096), (4096, 300))  # K = 4096: at most 128 splits of 32
+    spec_key = adaptive.heuristic(device.CUDA, "float32", p).key.rpartition("/")[0]
+    for splits in ("0", "129", "x"):
+        tuning.store("Fake H200", "float32", p, f"{spec_key}/{splits}", {})
+        assert adaptive.tuned(device.CUDA, "float32", p) is None
+    tuning.store("Fake H200", "float32", p, f"{spec_key}/128", {})
+    assert adaptive.tuned(device.CUDA, "float32", p).k_splits == 128
+
+
 def test_stale_entry_falls_back_to_the_heuristic(cache, monkeypatch):
     monkeypatch.setattr(device, "name", lambda: "Fake H200")
     p = plan((100, 4096), (4096, 300))
