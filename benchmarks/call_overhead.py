@@ -2,10 +2,13 @@
 
     python benchmarks/call_overhead.py
 
-For a few small products, each layer (the cuda_kernel object alone, inside an
-mx.custom_function, with stop_gradient, ops.launch, ops.matmul) is called 400
-times and evaluated together: "build" is the Python time to make the graph,
-"batched" the whole time per call. Next to mx.matmul. GPU only (CUDA).
+For a few small products, each layer (the cuda_kernel object alone, handed
+the sources inlined or included by path, inside an mx.custom_function, with
+stop_gradient, ops.launch, ops.matmul, ops.matmul under mx.compile) is called
+400 times and evaluated together: "build" is the Python time to make the graph,
+"batched" the whole time per call. Next to mx.matmul, and next to four no-op
+nodes (stop_gradient of stop_gradient...) to show what a node costs. GPU only
+(CUDA).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ os.environ.setdefault("MLX_ENABLE_TF32", "0")
 
 import mlx.core as mx  # noqa: E402
 
-from mlx_sgemm import accuracy, adaptive, device, ops  # noqa: E402
+from mlx_sgemm import accuracy, adaptive, device, ops, sources  # noqa: E402
 from mlx_sgemm.problem import plan  # noqa: E402
 
 
@@ -40,26 +43,42 @@ def main() -> int:
     if device.backend() != device.CUDA:
         print("needs MLX's CUDA backend")
         return 1
-    for m, n, k in [(1, 1024, 4096), (1, 4096, 4096)]:
+    for m, n, k in [(1, 1024, 4096), (1, 4096, 4096), (128, 1024, 4096)]:
         a, b = accuracy.random_operands((m, k), (k, n))
         mx.eval(a, b)
         how = adaptive.chooser("float32")(device.CUDA, plan(a.shape, b.shape))
         kernel, params, shape_args = ops.kernel_call(how.spec, plan(a.shape, b.shape), how.k_splits)
         raw = lambda x, y: kernel(inputs=[x, y, params], **shape_args)[0]  # noqa: E731
+        spec = how.spec
+        inlined_kernel = mx.fast.cuda_kernel(  # the same kernel, its texts inlined (before 2026-11-22)
+            name=spec.name + "_inlined", input_names=list(spec.input_names),
+            output_names=list(spec.output_names), source=sources.for_compiler(spec.source()),
+            header=sources.for_compiler(spec.header()), ensure_row_contiguous=spec.ensure_row_contiguous,
+            shared_memory=spec.shared_memory)
+        inlined = lambda x, y: inlined_kernel(inputs=[x, y, params], **shape_args)[0]  # noqa: E731
+        compiled = mx.compile(ops.matmul)
+
+        def no_ops(x, y):
+            for _ in range(4):
+                x = mx.stop_gradient(x)
+            return x
         wrapped = mx.custom_function(raw)
         stopped = mx.custom_function(lambda x, y: raw(mx.stop_gradient(x), mx.stop_gradient(y)))
         print(f"== {m}x{n}x{k} ({how.spec.stage}, {device.name()})")
         layers = {
             "mx.matmul": lambda: mx.matmul(a, b),
+            "4 no-op nodes": lambda: no_ops(a, b),
+            "cuda_kernel, inlined": lambda: inlined(a, b),
             "cuda_kernel object": lambda: raw(a, b),
             "+ mx.custom_function": lambda: wrapped(a, b),
             "+ stop_gradient": lambda: stopped(a, b),
             "ops.launch": lambda: ops.launch(how.spec, a, b),
             "ops.matmul": lambda: ops.matmul(a, b),
+            "mx.compile(ops.matmul)": lambda: compiled(a, b),
         }
         for name, fn in layers.items():
             build, total = per_call(fn)
-            print(f"  {name:22s} build {build:6.1f} us   batched {total:6.1f} us/call")
+            print(f"  {name:24s} build {build:6.1f} us   batched {total:6.1f} us/call")
     return 0
 
 

@@ -8,6 +8,7 @@ top of the repository; an installed wheel carries them as ``mlx_sgemm/kernels/``
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from pathlib import Path
 
@@ -29,10 +30,43 @@ def kernels_dir() -> Path:
     )
 
 
+def path(backend: str, filename: str) -> Path:
+    return kernels_dir() / backend / filename
+
+
 @functools.cache
 def read(backend: str, filename: str) -> str:
     """The text of ``kernels/<backend>/<filename>``."""
-    return (kernels_dir() / backend / filename).read_text()
+    return path(backend, filename).read_text()
+
+
+def include(backend: str, filename: str) -> str:
+    """What stands in the source handed to MLX for ``kernels/<backend>/<filename>``.
+
+    On CUDA, an ``#include`` of the file by its absolute path: NVRTC reads it
+    from disk when it compiles. MLX builds the full kernel source from our
+    strings on every call and hashes it when it evaluates the call, so their
+    length is a per-call cost: ~0.2 us per KB on an H200's host
+    (benchmarks/NOTES.md), ~5 us for the 26 KB of header and body inlined.
+    Compile errors then name the real file and line. On Metal (whose kernels
+    MLX compiles from the string alone), and for a path an include directive
+    cannot spell, the text itself, without comments.
+    """
+    where = str(path(backend, filename))
+    if backend == "cuda" and not any(c in where for c in '"\\\n'):
+        return f'#include "{where}"\n'
+    return for_compiler(read(backend, filename))
+
+
+@functools.cache
+def digest(backend: str, *filenames: str) -> str:
+    """A short hash of the files' contents. Kernels that include their files
+    carry it in their name: MLX keeps compiled CUDA kernels on disk under the
+    kernel's name and source, and an edited file must not find the old build."""
+    h = hashlib.sha256()
+    for filename in filenames:
+        h.update(read(backend, filename).encode())
+    return h.hexdigest()[:12]
 
 
 # String and character literals (kept as they are) and comments (dropped).
@@ -45,7 +79,8 @@ def for_compiler(text: str) -> str:
     MLX hashes the whole kernel source on every call of a custom kernel (and
     on CUDA builds it anew), so its length is a per-call cost that small
     products feel: measured on an H200, 45 KB -> 26 KB saved ~4 us a call
-    (benchmarks/NOTES.md). The files under kernels/ keep their comments; a
+    (benchmarks/NOTES.md); CUDA kernels now include their files instead
+    (:func:`include`). The files under kernels/ keep their comments; a Metal
     compile error's line numbers refer to this text.
     """
     def keep_literals(m: re.Match) -> str:

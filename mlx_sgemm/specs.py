@@ -49,6 +49,10 @@ class KernelSpec:
 
     @property
     def name(self) -> str:
+        """The kernel's name for MLX. A CUDA kernel includes its files by path
+        (:meth:`compiled_source`), so its name carries their digest."""
+        if self.backend == "cuda":
+            return f"sgemm_{self.stage}_{sources.digest(self.backend, sources.HEADERS[self.backend], self.source_file)}"
         return f"sgemm_{self.stage}"
 
     @property
@@ -63,22 +67,38 @@ class KernelSpec:
         """The kernel body as written (MLX writes the signature around it)."""
         return sources.read(self.backend, self.source_file)
 
-    def header(self) -> str:
-        """The backend's shared header, preceded by this kernel's own macros."""
+    def _defines(self) -> str:
+        """This kernel's own macros, defined ahead of the shared header."""
         defines = list(self.defines)
         if self.min_blocks:
             threads = self.threadgroup[0] * self.threadgroup[1] * self.threadgroup[2]
             defines += [("SGEMM_MAX_THREADS", threads), ("SGEMM_MIN_BLOCKS", self.min_blocks)]
-        prefix = "".join(f"#define {name} {value}\n" for name, value in defines)
-        return prefix + sources.header(self.backend)
+        return "".join(f"#define {name} {value}\n" for name, value in defines)
+
+    def header(self) -> str:
+        """The backend's shared header, preceded by this kernel's own macros."""
+        return self._defines() + sources.header(self.backend)
 
     # What MLX is handed (mlx_sgemm.registry) and the no-GPU checks compile
-    # (mlx_sgemm.signatures): the body and header without comments.
+    # (mlx_sgemm.signatures): on CUDA, includes of the body and header files
+    # (sources.include: MLX's per-call cost grows with the strings' length);
+    # on Metal the texts without comments.
     def compiled_source(self) -> str:
-        return sources.for_compiler(self.source())
+        if self.backend != "cuda":
+            return sources.for_compiler(self.source())
+        # MLX gives the kernel a shape / strides / ndim parameter for an input
+        # when the source it is handed names one: an include names none, so
+        # the ones the body reads are named here.
+        body = self.source()
+        named = [f"{n}_{what}" for n in self.input_names for what in ("shape", "strides", "ndim")
+                 if f"{n}_{what}" in body]
+        mention = f"// reads {', '.join(named)}\n" if named else ""
+        return mention + sources.include(self.backend, self.source_file)
 
     def compiled_header(self) -> str:
-        return sources.for_compiler(self.header())
+        if self.backend != "cuda":
+            return sources.for_compiler(self.header())
+        return self._defines() + sources.include(self.backend, sources.HEADERS[self.backend])
 
 
 def _smem_tile_floats(rows: int, cols: int) -> int:

@@ -17,7 +17,7 @@ import shutil
 
 import pytest
 
-from mlx_sgemm import adaptive, signatures, specs
+from mlx_sgemm import adaptive, signatures, sources, specs
 from mlx_sgemm.problem import plan
 
 from .cuda_compilers import find_libnvrtc, nvcc_compile, nvrtc_compile
@@ -87,7 +87,45 @@ def test_generated_signature_is_mlx_shaped():
     src = signatures.cuda_source(
         spec, signatures.operand_infos(p.a_shape, p.b_shape, len(p.params(16, 16)))
     )
-    assert "__global__ void custom_kernel_sgemm_tile_16_16(" in src
+    assert f"__global__ void custom_kernel_{spec.name}_16(" in src
+    assert spec.name.startswith("sgemm_tile_16_")  # + the digest of the files it includes
+    assert f'#include "{sources.path("cuda", "tile.cu")}"' in src
     assert "const float* a,\n    const __grid_constant__ Shape a_shape," in src
     assert "const int32_t* params,\n    float* c) {" in src
     assert "constexpr int TILE = 16;" in src
+
+
+@pytest.mark.parametrize("spec", CUDA_SPECS, ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
+def test_included_body_gets_the_parameters_its_text_reads(spec):
+    """MLX adds a_shape / a_strides / ... to the signature when the source it
+    is handed names them; the body comes as an include, so the source must
+    still name what the file reads, no more."""
+    body = spec.source()
+    for name, infos in zip(spec.input_names, signatures.shape_infos(spec)):
+        assert infos == tuple(f"{name}_{what}" in body for what in ("shape", "strides", "ndim"))
+    assert len(spec.compiled_source()) < 300  # the per-call cost this is for
+
+
+def test_kernel_name_follows_the_included_files(monkeypatch):
+    """An edited kernel file gives a new name, so MLX's on-disk cache of
+    compiled kernels (keyed by name and source) cannot serve the old build."""
+    spec = specs.spec("tile_16", "cuda")
+    before = spec.name
+    monkeypatch.setattr(sources, "read", lambda backend, f: "// edited\n" + sources.path(backend, f).read_text())
+    sources.digest.cache_clear()
+    try:
+        assert spec.name != before and spec.name.startswith("sgemm_tile_16_")
+    finally:
+        sources.digest.cache_clear()
+
+
+def test_a_path_no_include_can_spell_is_inlined(monkeypatch, tmp_path):
+    odd = tmp_path / 'a"b' / "cuda"
+    odd.mkdir(parents=True)
+    (odd / "x.cu").write_text("int x; // a comment\n")
+    monkeypatch.setattr(sources, "kernels_dir", lambda: odd.parent)
+    sources.read.cache_clear()
+    try:
+        assert sources.include("cuda", "x.cu") == "int x;\n"
+    finally:
+        sources.read.cache_clear()
