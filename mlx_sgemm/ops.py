@@ -184,7 +184,12 @@ def _differentiable(
 
     @product.jvp
     def jvp(primals, tangents):
+        # MLX passes None as the tangent of an operand the jvp is not taken for.
         (a, b), (da, db) = primals, tangents
+        if da is None:
+            return product(a, db)
+        if db is None:
+            return product(da, b)
         return product(da, b) + product(a, db)
 
     return product

@@ -55,6 +55,11 @@ def test_vjp_jvp_and_second_order(name):
     da, db = accuracy.random_operands((6, 5), (5, 4))
     _, tangent = mx.jvp(op, (a, b), (da, db))
     close(tangent[0], da @ b + a @ db)
+    # With respect to one operand (MLX hands the other's tangent over as None).
+    _, tangent = mx.jvp(lambda x: op(x, b), (a,), (da,))
+    close(tangent[0], da @ b)
+    _, tangent = mx.jvp(lambda y: op(a, y), (b,), (db,))
+    close(tangent[0], a @ db)
     g = mx.random.normal((6, 4))
     _, (ga, gb) = mx.vjp(op, (a, b), (g,))
     close(ga, g @ b.T)
