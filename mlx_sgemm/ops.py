@@ -166,9 +166,7 @@ def _differentiable(
         # outputs: stopping the gradient on the kernel's inputs keeps it off that
         # path, so the jvp below is used instead. (Costs nothing: no copy.)
         a, b = mx.stop_gradient(a), mx.stop_gradient(b)
-        pad_k, pad_n, run = _route(
-            choose, backend, a.shape, b.shape, pad, tuning.generation(), device.has_wgmma(), device.name(),
-        )
+        pad_k, pad_n, run = _route(choose, backend, a.shape, b.shape, pad, *_route_depends())
         if pad_k or pad_n:  # operands copied once, with aligned rows
             a = mx.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, pad_k)], stream=stream)
             b = mx.pad(b, [(0, 0)] * (b.ndim - 2) + [(0, pad_k), (0, pad_n)], stream=stream)
@@ -200,8 +198,8 @@ def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool, *dep
     """(pad_k, pad_n, run): how ``forward`` computes one shape pair, decided once.
 
     The choice also depends on the GPU and on the autotuner's entries, which
-    ``depends_on`` names (tuning.generation(), device.has_wgmma(), device.name()),
-    so that a new autotune result takes effect at the next call.
+    ``depends_on`` names (:func:`_route_depends`), so that a new autotune
+    result takes effect at the next call.
     """
     pad_k, pad_n = adaptive.padding(backend, plan(a_shape, b_shape)) if pad else (0, 0)
     if pad_k or pad_n:
@@ -214,8 +212,44 @@ def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool, *dep
 def _run(choose, a, b, stream, pad: bool = False) -> mx.array:
     check_operand(a, "a")
     check_operand(b, "b")
-    plan(a.shape, b.shape)  # shape errors before anything is built
-    return _differentiable(choose, device.backend(stream), stream, pad)(a, b)
+    backend = device.backend(stream)
+    if backend == device.CPU_FALLBACK:
+        plan(a.shape, b.shape)  # shape errors before anything is built
+        return _differentiable(choose, backend, stream, pad)(a, b)
+    return _compiled(choose, backend, stream, pad, a.shape, b.shape, tuning.generation(), _poison)(a, b)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(choose, backend: str, stream, pad: bool, a_shape: tuple, b_shape: tuple, *depends_on):
+    """The op for one shape pair, under ``mx.compile``.
+
+    Why: a call of the uncompiled op costs ~30 us of host time on an H200's
+    host (Python, MLX's custom-function and custom-kernel nodes, and two
+    stop_gradient nodes), against mx.matmul's ~19; products of a few rows take
+    less than that on the GPU. A compiled function replays its recorded graph
+    from C++ without running our Python, and drops the no-op nodes:
+    ~11 us a call (benchmarks/NOTES.md, per-call cost). Under a transform
+    (grad, vjp, jvp, an enclosing compile) MLX traces the function as written
+    instead, so the custom function's vjp and jvp apply as before.
+
+    One compiled function per shape pair, each a function object of its own:
+    MLX keeps a function's compiled graphs in one list that every call scans.
+    The graph holds what the Python decided while it was traced (the kernel,
+    the autotuner's entries in use, poisoned outputs), so ``depends_on`` names
+    those (tuning.generation(), the poison flag). Shape errors are raised here,
+    before anything is traced, and an empty product (no kernel) is not compiled.
+    """
+    p = plan(a_shape, b_shape)
+    product = _differentiable(choose, backend, stream, pad)
+    if p.empty:
+        return product
+    _route(choose, backend, a_shape, b_shape, pad, *_route_depends())  # launch errors here, too
+    return mx.compile(lambda a, b: product(a, b))
+
+
+def _route_depends() -> tuple:
+    """What the kernel choice for a shape depends on besides the shape."""
+    return tuning.generation(), device.has_wgmma(), device.name()
 
 
 @functools.cache

@@ -1,0 +1,97 @@
+"""matmul's compiled per-shape calls (ops._compiled), without a GPU: the kernel
+launch is faked with mx.matmul and counted; MLX's compile, the custom function
+and its vjp are real."""
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+from mlx_sgemm import device, ops, tuning
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """A CUDA device whose launches compute with mx.matmul; returns the list of
+    launches the Python made (a replayed compiled call makes none)."""
+    monkeypatch.setattr(device, "backend", lambda stream=None: device.CUDA)
+    monkeypatch.setattr(device, "has_wgmma", lambda: True)
+    monkeypatch.setattr(device, "name", lambda: "Fake H200")
+    launches = []
+
+    def launcher(spec, a_shape, b_shape, k_splits):
+        def run(a, b, stream, extra):
+            launches.append((a_shape, b_shape))
+            return mx.matmul(a, b, stream=stream)
+        return run
+
+    monkeypatch.setattr(ops, "_launcher", launcher)
+    for cached in (ops._compiled, ops._route):
+        cached.cache_clear()
+    yield launches
+    for cached in (ops._compiled, ops._route):
+        cached.cache_clear()
+
+
+def operands(*shapes):
+    return [mx.array(np.random.default_rng(i).standard_normal(s).astype(np.float32))
+            for i, s in enumerate(shapes)]
+
+
+def calls_that_ran_the_python(launches, fn, times=3):
+    before = len(launches)
+    for _ in range(times):
+        assert np.allclose(fn(), fn.expected, atol=1e-5)
+    return len(launches) - before
+
+
+def product_of(a, b):
+    fn = lambda: ops.matmul(a, b)  # noqa: E731
+    fn.expected = mx.matmul(a, b)
+    return fn
+
+
+def test_repeated_calls_replay_without_the_python(fake_cuda):
+    a, b = operands((5, 7), (7, 3))
+    first = product_of(a, b)
+    # MLX may run a function as written on a call or two while it compiles.
+    assert 1 <= calls_that_ran_the_python(fake_cuda, first) <= 2
+    assert calls_that_ran_the_python(fake_cuda, first) == 0
+    assert {shapes for shapes in fake_cuda} == {((5, 7), (7, 3))}
+    other = product_of(*operands((2, 5, 7), (7, 4)))  # a new shape pair: traced anew
+    assert calls_that_ran_the_python(fake_cuda, other) >= 1
+    assert calls_that_ran_the_python(fake_cuda, other) == 0
+
+
+def test_a_new_autotune_generation_or_poison_retraces(fake_cuda, monkeypatch):
+    product = product_of(*operands((5, 7), (7, 3)))
+    calls_that_ran_the_python(fake_cuda, product)
+    assert calls_that_ran_the_python(fake_cuda, product) == 0
+    monkeypatch.setattr(tuning, "_generation", tuning.generation() + 1)
+    assert calls_that_ran_the_python(fake_cuda, product) >= 1
+    with ops.poisoned_outputs():
+        assert calls_that_ran_the_python(fake_cuda, product) >= 1
+
+
+def test_gradients_go_through_the_custom_function(fake_cuda):
+    a, b = operands((5, 7), (7, 3))
+    ops.matmul(a, b)  # compiled first: the transforms must not replay it
+    grads = mx.grad(lambda x, y: ops.matmul(x, y).sum(), argnums=(0, 1))(a, b)
+    expected = mx.grad(lambda x, y: mx.matmul(x, y).sum(), argnums=(0, 1))(a, b)
+    for got, want in zip(grads, expected):
+        assert np.allclose(got, want, atol=1e-5)
+    _, tangent = mx.jvp(lambda x: ops.matmul(x, b), [a], [mx.ones_like(a)])
+    assert np.allclose(tangent[0], mx.matmul(mx.ones_like(a), b), atol=1e-5)
+
+
+def test_shape_errors_come_before_any_trace(fake_cuda):
+    a, b = operands((5, 7), (6, 3))
+    with pytest.raises(ValueError, match="7"):
+        ops.matmul(a, b)
+    assert fake_cuda == []
+
+
+def test_an_empty_product_is_zeros(fake_cuda):
+    a, b = operands((0, 7), (7, 3))
+    assert ops.matmul(a, b).shape == (0, 3)
+    a, b = operands((4, 0), (0, 3))
+    assert np.array_equal(ops.matmul(a, b), np.zeros((4, 3), np.float32))
