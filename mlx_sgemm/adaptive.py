@@ -52,12 +52,19 @@ SMALL_M = 8  # rows of C up to which the product is memory-bound (small_m)
 HOPPER_SMS = 132
 # The shortest stretch of K worth a split: 32 k-tiles of the pipeline.
 MIN_SPLIT_K = 1024
+# Split-K pays only where the output has very few tiles. H200, compiled calls,
+# every height x split timed (benchmarks/NOTES.md, split-K revisited): 8 tiles
+# (128x1024x4096, float32) 30.7 -> 26.2 us with 4 splits; 32 tiles
+# (32x4096x4096, 128x4096x4096, 32x4096x14336, TF32 or float32) and 64 (TF32
+# 512x4096x4096) lost 3-75% with any split: the partial products' extra
+# kernel and traffic cost more than the idle SMs.
+MAX_SPLIT_TILES = 16
 
 
 def k_splits(backend: str, spec: specs.KernelSpec, p: Plan) -> int:
     """How many ways to split K for ``spec`` on problem ``p`` (1: not at all).
 
-    Split-K pays when the output has too few tiles to give every SM one while K
+    Split-K pays when the output has very few tiles (MAX_SPLIT_TILES) while K
     is long: each split's threadgroups then take a stretch of K, and the partial
     products are summed afterwards (ops.launch). Every kernel can split, but the
     heuristic splits only the Hopper pipeline, the one measured (the autotuner
@@ -69,6 +76,8 @@ def k_splits(backend: str, spec: specs.KernelSpec, p: Plan) -> int:
         return 1
     tiles_m, tiles_n = p.tiles(spec.block_m, spec.block_n)
     tiles = tiles_m * tiles_n * p.batch
+    if tiles > MAX_SPLIT_TILES:
+        return 1
     wanted = min(HOPPER_SMS // tiles, p.K // MIN_SPLIT_K)
     if wanted <= 1:
         return 1

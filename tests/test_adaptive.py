@@ -7,19 +7,25 @@ WGMMA = specs.spec("tile_wgmma", "cuda")
 
 
 def test_few_tiles_and_long_k_split_k():
-    # 128 x 4096: 32 tiles of 128x128 on 132 SMs; K = 4096 allows 4 splits of 1024.
-    p = plan((128, 4096), (4096, 4096))
+    # 128 x 1024: 8 tiles of 128x128 on 132 SMs; K = 4096 allows 4 splits of 1024.
+    p = plan((128, 4096), (4096, 1024))
     assert adaptive.k_splits(device.CUDA, WGMMA, p) == 4
     assert p.k_split_length(4) == 1024
 
 
-def test_splits_stay_within_one_wave_of_blocks():
-    # 512 x 4096 in TF32's 256-row blocks: 64 tiles; 3 splits would make 192
-    # blocks, a second wave on 132 SMs; 2 make 128.
-    p = plan((512, 4096), (4096, 4096))
+def test_only_very_few_tiles_split():
+    # 32 tiles (128 x 4096) or 64 (TF32's 256-row blocks at 512 x 4096): the
+    # idle SMs cost less than the partial products (measured).
+    assert adaptive.k_splits(device.CUDA, WGMMA, plan((128, 4096), (4096, 4096))) == 1
     tf32 = adaptive.wgmma_variants("tf32")[-1]
-    assert tf32.block_m == 256 and adaptive.k_splits(device.CUDA, tf32, p) == 2
-    assert adaptive.k_splits(device.CUDA, WGMMA, plan((100, 4096), (4096, 9216))) == 1  # 72 tiles: no split
+    assert tf32.block_m == 256 and adaptive.k_splits(device.CUDA, tf32, plan((512, 4096), (4096, 4096))) == 1
+
+
+def test_splits_stay_within_one_wave_of_blocks():
+    # 12 tiles and K = 16384 (16 stretches of 1024): 11 splits make 132 blocks,
+    # one wave on 132 SMs; 12 would start a second.
+    p = plan((128, 16384), (16384, 1536))
+    assert adaptive.k_splits(device.CUDA, WGMMA, p) == 11
 
 
 def test_enough_tiles_or_short_k_do_not_split():
@@ -35,7 +41,7 @@ def test_splits_cover_odd_k():
 
 
 def test_only_the_hopper_pipeline_splits():
-    p = plan((128, 4096), (4096, 4096))
+    p = plan((128, 4096), (4096, 1024))
     assert adaptive.k_splits(device.CUDA, specs.spec("tile_threads", "cuda"), p) == 1
     assert adaptive.k_splits(device.METAL, WGMMA, p) == 1
 
