@@ -610,6 +610,27 @@ struct SmemTile {
   }
 };
 
+// Start copying the 4 neighbours of (r, c) in direction L (along a row / down
+// a column) into smem[0..3], zeros outside x: one 16-byte copy when x
+// vectorizes in that direction (`vector`, with r or c a multiple of 4), a
+// partial one at the matrix's edge; else 4-byte copies. The tile copies below
+// use it for their 16-byte chunks; small_m for each of its float4s.
+template <Layout L>
+__device__ inline void cp_async_float4(float* smem, const Operand& x, int r, int c, bool vector) {
+  const int dr = L == COL_MAJOR, dc = L == ROW_MAJOR;
+  const bool line = L == ROW_MAJOR ? r < x.rows : c < x.cols;  // the row (column) exists
+  const int valid = line ? max(0, min(4, L == ROW_MAJOR ? x.cols - c : x.rows - r)) : 0;
+  if (vector) {
+    cp_async<16>(smem, valid ? &x.p[r * x.rs + c * x.cs] : x.p, 4 * valid);
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const bool in = e < valid;
+    cp_async<4>(smem + e, in ? &x.p[(r + e * dr) * x.rs + (c + e * dc) * x.cs] : x.p, in ? 4 : 0);
+  }
+}
+
 // Start copying the ROWS x COLS tile of x at (r0, c0) into shared memory
 // (laid out as SmemTile<L, ROWS, COLS>), zeros outside x. With 16-byte aligned
 // rows (columns): one 16-byte copy per 4 elements, a partial one at the edge.
@@ -626,10 +647,7 @@ __device__ inline void cp_async_tile(float* smem, const Operand& x, int r0, int 
 #pragma unroll
     for (int j = 0; j < VECTORS / THREADS; ++j) {
       const Chunk ch = Tile::chunk(j * THREADS + threadIdx.x);
-      const int gr = r0 + ch.r, gc = c0 + ch.c;
-      const int valid = ROW ? (gr < x.rows ? max(0, min(4, x.cols - gc)) : 0)
-                            : (gc < x.cols ? max(0, min(4, x.rows - gr)) : 0);
-      cp_async<16>(smem + ch.smem, valid ? &x.p[gr * x.rs + gc * x.cs] : x.p, 4 * valid);
+      cp_async_float4<L>(smem + ch.smem, x, r0 + ch.r, c0 + ch.c, true);
     }
   } else {
 #pragma unroll 1  // rolled: unrolled, the addresses would stay live in registers
@@ -695,9 +713,7 @@ __device__ inline void cp_async_swizzled_tile(float* smem, const Operand& x, int
 #pragma unroll 1  // edge tiles only (tile_wgmma copies the others by a CopyPlan): rolled, no addresses kept live
     for (int j = 0; j < VECTORS / THREADS; ++j) {
       const Chunk ch = Tile::chunk(j * THREADS + threadIdx.x);
-      const int r = r0 + ch.r, k = k0 + ch.c;
-      const int valid = r < x.rows ? max(0, min(4, x.cols - k)) : 0;
-      cp_async<16>(smem + ch.smem, valid ? &x.p[r * x.rs + k] : x.p, 4 * valid);
+      cp_async_float4<ROW_MAJOR>(smem + ch.smem, x, r0 + ch.r, k0 + ch.c, true);
     }
   } else {
 #pragma unroll 1  // rolled: unrolled, the addresses would stay live in registers
@@ -853,31 +869,6 @@ __device__ inline void wgmma_tf32(
 }
 #undef SGEMM_WGMMA_INPUTS
 #undef SGEMM_D8
-
-// ---------------------------------------------------------------------------
-// Copies of single float4s (small_m), whatever the strides: each thread
-// copies its own pieces of an operand, and the copy decides how.
-// ---------------------------------------------------------------------------
-
-// Start copying the 4 neighbours of (r, c) in direction L (along a row / down
-// a column) into smem[0..3], zeros outside x: one 16-byte copy when x
-// vectorizes in that direction (`vector`, with r or c a multiple of 4), a
-// partial one at the matrix's edge; else 4-byte copies.
-template <Layout L>
-__device__ inline void cp_async_float4(float* smem, const Operand& x, int r, int c, bool vector) {
-  const int dr = L == COL_MAJOR, dc = L == ROW_MAJOR;
-  const bool line = L == ROW_MAJOR ? r < x.rows : c < x.cols;  // the row (column) exists
-  const int valid = line ? max(0, min(4, L == ROW_MAJOR ? x.cols - c : x.rows - r)) : 0;
-  if (vector) {
-    cp_async<16>(smem, valid ? &x.p[r * x.rs + c * x.cs] : x.p, 4 * valid);
-    return;
-  }
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const bool in = e < valid;
-    cp_async<4>(smem + e, in ? &x.p[(r + e * dr) * x.rs + (c + e * dc) * x.cs] : x.p, in ? 4 : 0);
-  }
-}
 
 // A compile-time int as a type (as BoolTag for bools): small_m's rows of C.
 template <int N>
