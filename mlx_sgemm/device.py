@@ -24,6 +24,28 @@ def _device_of(stream) -> mx.Device:
     )
 
 
+# MLX's Stream and Device objects compare by value but hash by identity, and
+# a caller may hand over a new object for the same stream on every call
+# (mx.Device(mx.gpu), mx.default_stream(...)). matmul keys its per-shape work
+# by the stream: keyed by such objects as they come, every call would build
+# and compile it anew. Each distinct stream is stood for by the first object
+# seen for it.
+_canonical_streams: list = []
+
+
+def canonical(stream):
+    """The object standing for ``stream`` in matmul's caches (None and device
+    types stand for themselves); TypeError for what is not a stream."""
+    if stream is None or isinstance(stream, mx.DeviceType):
+        return stream
+    _device_of(stream)  # the type check
+    for known in _canonical_streams:
+        if type(known) is type(stream) and known == stream:
+            return known
+    _canonical_streams.append(stream)
+    return stream
+
+
 def backend(stream=None) -> str:
     """The backend a call on ``stream`` (default: the default device) runs on.
 
@@ -32,6 +54,11 @@ def backend(stream=None) -> str:
     """
     if _device_of(stream).type != mx.DeviceType.gpu:
         return CPU_FALLBACK
+    return _gpu_backend()
+
+
+@functools.cache
+def _gpu_backend() -> str:
     if mx.metal.is_available():
         return METAL
     if mx.cuda.is_available():

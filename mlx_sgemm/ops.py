@@ -212,6 +212,7 @@ def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool, *dep
 def _run(choose, a, b, stream, pad: bool = False) -> mx.array:
     check_operand(a, "a")
     check_operand(b, "b")
+    stream = device.canonical(stream)  # what the caches below are keyed by
     backend = device.backend(stream)
     if backend == device.CPU_FALLBACK:
         plan(a.shape, b.shape)  # shape errors before anything is built

@@ -25,11 +25,10 @@ def fake_cuda(monkeypatch):
         return run
 
     monkeypatch.setattr(ops, "_launcher", launcher)
-    for cached in (ops._compiled, ops._route):
-        cached.cache_clear()
+    forget = lambda: (ops._compiled.cache_clear(), ops._route.cache_clear())  # noqa: E731
+    forget()
     yield launches
-    for cached in (ops._compiled, ops._route):
-        cached.cache_clear()
+    forget()
 
 
 def operands(*shapes):

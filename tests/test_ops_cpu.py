@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import mlx_sgemm
-from mlx_sgemm import accuracy, device, sources, specs
+from mlx_sgemm import accuracy, device, ops, sources, specs
 
 from .conftest import HAS_GPU
 
@@ -72,3 +72,17 @@ def test_every_kernel_file_has_a_spec():
         files = {p.name for p in (sources.kernels_dir() / backend).glob("*" + suffix)}
         used = {s.source_file for s in specs.specs(backend)}
         assert files == used, f"{backend}: files without spec {files - used}, missing {used - files}"
+
+
+@pytest.mark.parametrize("make_stream", [lambda: mx.Device(mx.cpu), lambda: mx.default_stream(mx.cpu)],
+                         ids=["Device", "Stream"])
+def test_a_new_object_for_the_same_stream_reuses_the_work(make_stream):
+    """MLX's Device and Stream objects hash by identity: a call that names its
+    stream with a new object each time must still find what was built for it."""
+    a, b = mx.ones((3, 4)), mx.ones((4, 5))
+    streams = [make_stream() for _ in range(20)]  # all alive: no address is reused
+    mlx_sgemm.matmul(a, b, stream=streams[0])
+    before = ops._differentiable.cache_info().currsize
+    for s in streams:
+        assert mlx_sgemm.matmul(a, b, stream=s).shape == (3, 5)
+    assert ops._differentiable.cache_info().currsize == before
