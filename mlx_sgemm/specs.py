@@ -179,13 +179,14 @@ _SPECS = {
         KernelSpec("tile_16", "cuda", "tile.cu", (16, 16, 1), 16, 16, (("TILE", 16),)),
         KernelSpec("tile_32", "cuda", "tile.cu", (32, 32, 1), 32, 32, (("TILE", 32),)),
         # 128 threads x 8x16 outputs each = a 128x128 tile, warp-tiled, k-tiles
-        # of 16 double-buffered in shared memory (see tile_threads.cu). Capped
-        # at 255 registers so 2 blocks share an SM. H200, 4096^3 / 8192^3:
-        # 33.3 / 35.4 TFLOP/s (8x8 per thread, 256 threads, BK 32, single
-        # buffer: 30.5 / 33.0); BK 8: 32.5 / 33.7; 16x8 per thread: same.
+        # of 8 double-buffered in shared memory, each thread's fragments read a
+        # k ahead (see tile_threads.cu). Capped at 255 registers so 2 blocks
+        # share an SM. H200, 4096^3 / 8192^3: k-tiles of 8 38.7-39.4 / 41.2-41.3
+        # TFLOP/s, of 16 37.3-38.5 / 39.5-39.6 (of 32: 30.2 / 31.0, spills);
+        # 16x8 per thread 38.1-38.3 / 39.6 (benchmarks/NOTES.md).
         KernelSpec(
             "tile_threads", "cuda", "tile_threads.cu", (128, 1, 1), 128, 128,
-            (("BM", 128), ("BN", 128), ("BK", 16), ("TM", 8), ("TN", 16)),
+            (("BM", 128), ("BN", 128), ("BK", 8), ("TM", 8), ("TN", 16)),
             min_blocks=2,
         ),
         # 8 warps, each a 64x32 warp tile of m16n8k8 tensor-core products.
