@@ -6,8 +6,9 @@
 Shapes: M in {1, 4, 8, 32, 128, 512, 2048} against seed 003's 7B-model
 projections (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336)}, plus
 (1024, 4096), a shape that is a multiple of no tile, batched products, and
-x @ W.T with W's transposed view (nn.Linear's layout). Each is timed (median
-after warm-up) next to mx.matmul in the same process. "Equal precision":
+x @ W.T with W's transposed view (nn.Linear's layout). Each is timed next to
+mx.matmul in the same process: alternating rounds (ours, then mx.matmul) of a
+median of samples after warm-up, each side's median round reported. "Equal precision":
 float32 compares with cuBLAS SGEMM (MLX_ENABLE_TF32=0), tf32 with MLX's default
 TF32 cuBLAS; MLX reads that variable once, so the precision is set here before
 MLX is imported, one precision per process. Errors are measured on sampled rows
@@ -20,6 +21,7 @@ import argparse
 import csv
 import datetime
 import os
+import statistics
 import sys
 
 SHAPES_7B = [(m, n, k) for m in (1, 4, 8, 32, 128, 512, 2048)
@@ -37,7 +39,8 @@ SHAPES = (
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--precision", choices=("float32", "tf32"), default="float32")
-    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=10, help="timed samples per round (median)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and mx.matmul")
     parser.add_argument("--csv", default=None)
     args = parser.parse_args(argv)
     os.environ["MLX_ENABLE_TF32"] = "1" if args.precision == "tf32" else "0"
@@ -60,8 +63,13 @@ def main(argv=None) -> int:
         mx.eval(a, b)
         ours = lambda: matmul(a, b, precision=args.precision)  # noqa: E731
         theirs = lambda: mx.matmul(a, b)  # noqa: E731
-        ours_s = timing.median_seconds(ours, repeats=args.repeats)
-        theirs_s = timing.median_seconds(theirs, repeats=args.repeats)
+        # Alternating rounds, the median of each side's: a drift of the GPU's
+        # or the host's speed during one measurement (seen: the same call 30%
+        # slower in one run of the suite than in the next) lands on both.
+        rounds = [(timing.median_seconds(ours, repeats=args.repeats),
+                   timing.median_seconds(theirs, repeats=args.repeats)) for _ in range(args.rounds)]
+        ours_s = statistics.median(r[0] for r in rounds)
+        theirs_s = statistics.median(r[1] for r in rounds)
         first = (lambda x: x[0]) if batch else (lambda x: x)  # noqa: E731 (batch entry 0)
         err = bench.sampled_error(first(ours()), first(a), first(b))
         base = bench.sampled_error(first(theirs()), first(a), first(b))

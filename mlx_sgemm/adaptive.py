@@ -8,7 +8,7 @@ for float32 accuracy, one pass for TF32) in blocks as tall as C needs (32, 64
 or 128 rows; 256 for TF32), with K split across threadgroups when the output
 has too few tiles to fill the GPU, and big operands whose rows are not 16-byte
 aligned copied to padded ones first (``padding``). Other CUDA GPUs
-get the fastest mma.sync / FMA kernels: tile_threads for float32 (~36 TFLOP/s
+get the fastest mma.sync / FMA kernels: tile_threads for float32 (~41 TFLOP/s
 at 8192^3 on an H200, ahead of the 3xTF32 mma.sync pipeline's ~19) and
 tile_async's single TF32 pass. On Metal the pipelined simdgroup-matrix kernel
 (tile_async) is the choice, and for M <= 8 seed 003's 8-row variant of
