@@ -6,7 +6,7 @@ reading B and runs small_m, float32 FMAs at memory speed, in either precision.
 On Hopper GPUs everything else runs the wgmma pipeline (tile_wgmma: 3xTF32
 for float32 accuracy, one pass for TF32) in blocks as tall as C needs (32, 64
 or 128 rows; 256 for TF32), with K split across threadgroups when the output
-has too few tiles to fill the GPU, and big operands whose rows are not 16-byte
+has very few tiles (at most 16), and big operands whose rows are not 16-byte
 aligned copied to padded ones first (``padding``). Other CUDA GPUs
 get the fastest mma.sync / FMA kernels: tile_threads for float32 (~41 TFLOP/s
 at 8192^3 on an H200, ahead of the 3xTF32 mma.sync pipeline's ~19) and
