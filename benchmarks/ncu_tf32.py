@@ -1,0 +1,39 @@
+"""One TF32 8192^3 product of matmul's kernel and one of cuBLAS's (mx.matmul,
+TF32), for Nsight Compute to put side by side (benchmarks/NOTES.md, session 5):
+
+    ncu --clock-control none --kernel-name regex:"custom_kernel|sm90|xmma|cutlass" \\
+        --launch-skip 2 --launch-count 2 --section SpeedOfLight --section WarpStateStats \\
+        --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \\
+        python benchmarks/ncu_tf32.py
+
+Each runs twice: the first launch of each compiles or warms up (skipped above).
+"""
+
+import os
+import sys
+
+os.environ["MLX_ENABLE_TF32"] = "1"  # mx.matmul's TF32 (read once, at import)
+
+import mlx.core as mx  # noqa: E402
+
+from mlx_sgemm import accuracy, adaptive, device, ops  # noqa: E402
+from mlx_sgemm.problem import plan  # noqa: E402
+
+
+def main(n: int = 8192) -> int:
+    if device.backend() != device.CUDA:
+        print("needs MLX's CUDA backend")
+        return 1
+    a, b = accuracy.random_operands((n, n), (n, n))
+    mx.eval(a, b)
+    how = adaptive.heuristic(device.CUDA, "tf32", plan(a.shape, b.shape))
+    print(how.key, flush=True)
+    for _ in range(2):
+        mx.eval(ops.launch(how.spec, a, b, k_splits=how.k_splits))
+        mx.eval(mx.matmul(a, b))
+    mx.synchronize()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

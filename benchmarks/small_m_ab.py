@@ -1,0 +1,55 @@
+"""small_m variants against each other and mx.matmul (float32), each call a
+compiled launch, in 3 alternating rounds (each side's median round), on the
+decode shapes the shape suite finds hardest (benchmarks/NOTES.md, session 5).
+
+    python benchmarks/small_m_ab.py
+
+A variant is written as for benchmarks/explore.py ("small_m:STAGES=3"). CUDA only.
+"""
+
+import os
+import statistics
+import sys
+
+os.environ["MLX_ENABLE_TF32"] = "0"  # cuBLAS SGEMM for mx.matmul (read once, at import)
+sys.path.insert(0, os.path.dirname(__file__))
+
+import mlx.core as mx  # noqa: E402
+from explore import parse_variant  # noqa: E402
+
+from mlx_sgemm import accuracy, bench, device, ops, timing  # noqa: E402
+
+VARIANTS = ["small_m", "small_m:STAGES=3", "small_m:BN=16,WARPS=4", "small_m:BN=64,WARPS=16"]
+# (M, N, K, B is a transposed view)
+CASES = [(1, 4096, 4096, False), (1, 4096, 4096, True), (1, 14336, 4096, False), (1, 14336, 4096, True),
+         (4, 14336, 4096, False), (8, 4096, 14336, False), (8, 4096, 14336, True), (1, 1024, 4096, False)]
+
+
+def main() -> int:
+    if device.backend() != device.CUDA:
+        print("needs MLX's CUDA backend")
+        return 1
+    calls = {v: (lambda spec: mx.compile(lambda x, y: ops.launch(spec, x, y)))(parse_variant(v)[1])
+             for v in VARIANTS}
+    for m, n, k, transposed in CASES:
+        a, w = accuracy.random_operands((m, k), (n, k) if transposed else (k, n))
+        mx.eval(a, w)
+        b = mx.swapaxes(w, -1, -2) if transposed else w
+        times = {name: [] for name in ["mx.matmul", *VARIANTS]}
+        for _ in range(3):
+            times["mx.matmul"].append(timing.median_seconds(lambda: mx.matmul(a, b), repeats=10))
+            for v in VARIANTS:
+                times[v].append(timing.median_seconds(lambda: calls[v](a, b), repeats=10))
+        for v in VARIANTS:
+            err = bench.sampled_error(calls[v](a, b), a, b)
+            if not err < 1e-6:
+                print(f"{v}: error {err:.2e} at {m}x{n}x{k}")
+                return 1
+        label = f"{m}x{n}x{k}{' W.T' if transposed else ''}"
+        print(f"{label}: " + " | ".join(f"{name} {statistics.median(t) * 1e6:.1f} us"
+                                       for name, t in times.items()), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
