@@ -21,7 +21,6 @@ import argparse
 import csv
 import datetime
 import os
-import statistics
 import sys
 
 SHAPES_7B = [(m, n, k) for m in (1, 4, 8, 32, 128, 512, 2048)
@@ -63,13 +62,9 @@ def main(argv=None) -> int:
         mx.eval(a, b)
         ours = lambda: matmul(a, b, precision=args.precision)  # noqa: E731
         theirs = lambda: mx.matmul(a, b)  # noqa: E731
-        # Alternating rounds, the median of each side's: a drift of the GPU's
-        # or the host's speed during one measurement (seen: the same call 30%
-        # slower in one run of the suite than in the next) lands on both.
-        rounds = [(timing.median_seconds(ours, repeats=args.repeats),
-                   timing.median_seconds(theirs, repeats=args.repeats)) for _ in range(args.rounds)]
-        ours_s = statistics.median(r[0] for r in rounds)
-        theirs_s = statistics.median(r[1] for r in rounds)
+        medians = timing.alternating_medians({"ours": ours, "theirs": theirs},
+                                             rounds=args.rounds, repeats=args.repeats)
+        ours_s, theirs_s = medians["ours"], medians["theirs"]
         first = (lambda x: x[0]) if batch else (lambda x: x)  # noqa: E731 (batch entry 0)
         err = bench.sampled_error(first(ours()), first(a), first(b))
         base = bench.sampled_error(first(theirs()), first(a), first(b))

@@ -8,7 +8,6 @@ A variant is written as for benchmarks/explore.py ("small_m:STAGES=3"). CUDA onl
 """
 
 import os
-import statistics
 import sys
 
 os.environ["MLX_ENABLE_TF32"] = "0"  # cuBLAS SGEMM for mx.matmul (read once, at import)
@@ -35,19 +34,15 @@ def main() -> int:
         a, w = accuracy.random_operands((m, k), (n, k) if transposed else (k, n))
         mx.eval(a, w)
         b = mx.swapaxes(w, -1, -2) if transposed else w
-        times = {name: [] for name in ["mx.matmul", *VARIANTS]}
-        for _ in range(3):
-            times["mx.matmul"].append(timing.median_seconds(lambda: mx.matmul(a, b), repeats=10))
-            for v in VARIANTS:
-                times[v].append(timing.median_seconds(lambda: calls[v](a, b), repeats=10))
+        medians = timing.alternating_medians(
+            {"mx.matmul": lambda: mx.matmul(a, b), **{v: (lambda v=v: calls[v](a, b)) for v in VARIANTS}})
         for v in VARIANTS:
             err = bench.sampled_error(calls[v](a, b), a, b)
             if not err < 1e-6:
                 print(f"{v}: error {err:.2e} at {m}x{n}x{k}")
                 return 1
         label = f"{m}x{n}x{k}{' W.T' if transposed else ''}"
-        print(f"{label}: " + " | ".join(f"{name} {statistics.median(t) * 1e6:.1f} us"
-                                       for name, t in times.items()), flush=True)
+        print(f"{label}: " + " | ".join(f"{name} {t * 1e6:.1f} us" for name, t in medians.items()), flush=True)
     return 0
 
 
