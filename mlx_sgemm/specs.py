@@ -197,10 +197,10 @@ _SPECS = {
         cuda_pipelined(),
         cuda_wgmma(),
         # M <= 8 (decode-time x @ W): memory-bound (kernels/cuda/small_m.cu).
-        # BN 32, 8 warps, 4 stages (80 KB, 2 blocks/SM, 128 registers): per
-        # call on an H200, 0.78-1.14x mx.matmul on the 7B decode shapes,
-        # 3.0-3.6 TB/s at N or K = 14336; 3 stages were the same within noise,
-        # 16 warps or BN 16 10-15% slower (benchmarks/small_m_explore.py).
+        # BN 32, 8 warps, 4 stages (80 KB, 2 blocks/SM, 128 registers). H200,
+        # compiled calls in alternating rounds (benchmarks/small_m_ab.py): 3
+        # stages the same within noise, BN 64 with 16 warps faster on one
+        # shape and slower on others, BN 16 with 4 warps up to 40% slower.
         cuda_small_m(),
     ],
     # Every Metal kernel reads a_strides / b_strides, so MLX passes any layout
