@@ -4,7 +4,8 @@
 
 For a few small products, each layer (the cuda_kernel object alone, handed
 the sources inlined or included by path, inside an mx.custom_function, with
-stop_gradient, ops.launch, ops.matmul, ops.matmul under mx.compile) is called
+stop_gradient, ops.launch, ops.matmul, ops.matmul under mx.compile, the launch
+compiled, matmul's own compiled function for the shape, ops._compiled) is called
 400 times and evaluated together: "build" is the Python time to make the graph,
 "batched" the whole time per call. Next to mx.matmul, and next to four no-op
 nodes (stop_gradient of stop_gradient...) to show what a node costs. GPU only
@@ -21,7 +22,7 @@ os.environ.setdefault("MLX_ENABLE_TF32", "0")
 
 import mlx.core as mx  # noqa: E402
 
-from mlx_sgemm import accuracy, adaptive, device, ops, sources  # noqa: E402
+from mlx_sgemm import accuracy, adaptive, device, ops, sources, tuning  # noqa: E402
 from mlx_sgemm.problem import plan  # noqa: E402
 
 
@@ -57,6 +58,11 @@ def main() -> int:
             shared_memory=spec.shared_memory)
         inlined = lambda x, y: inlined_kernel(inputs=[x, y, params], **shape_args)[0]  # noqa: E731
         compiled = mx.compile(ops.matmul)
+        launch = mx.compile(lambda x, y: ops.launch(spec, x, y))  # the kernel alone, compiled
+        choose = adaptive.chooser("float32")
+        ops.matmul(a, b)  # matmul's compiled function for this shape, as a call finds it
+        matmul_compiled = ops._compiled(choose, device.CUDA, None, True, a.shape, b.shape,
+                                        tuning.generation(), ops._poison)
 
         def no_ops(x, y):
             for _ in range(4):
@@ -75,6 +81,8 @@ def main() -> int:
             "ops.launch": lambda: ops.launch(how.spec, a, b),
             "ops.matmul": lambda: ops.matmul(a, b),
             "mx.compile(ops.matmul)": lambda: compiled(a, b),
+            "the launch, compiled": lambda: launch(a, b),
+            "matmul's compiled function": lambda: matmul_compiled(a, b),
         }
         for name, fn in layers.items():
             build, total = per_call(fn)

@@ -147,31 +147,42 @@ def _matmul_vjp(product, a, b, g, stream):
 
 
 @functools.cache
-def _differentiable(
-    choose: Callable[[str, Plan], adaptive.Launch], backend: str, stream, pad: bool = False,
-):
-    """``a @ b`` with the launch ``choose(backend, plan)`` as an mx.custom_function,
-    the operands padded to aligned rows first where ``pad`` and
-    :func:`adaptive.padding` say so (matmul; the stage ops run as they are).
-
-    One per (kernel choice, backend, stream, pad), created once: the vjp and jvp
-    call it again, so higher derivatives run on our kernels too.
-    """
+def _forward(choose: Callable[[str, Plan], adaptive.Launch], backend: str, stream, pad: bool = False):
+    """``a @ b`` with the launch ``choose(backend, plan)``, the operands padded to
+    aligned rows first where ``pad`` and :func:`adaptive.padding` say so (matmul;
+    the stage ops run as they are). No derivatives: see :func:`_differentiable`."""
 
     def forward(a, b):
         if backend == device.CPU_FALLBACK:
             return mx.matmul(a, b, stream=stream)
-        # The kernel has no derivative of its own, and MLX's forward mode (jvp)
-        # visits every node between the primals and the custom function's
-        # outputs: stopping the gradient on the kernel's inputs keeps it off that
-        # path, so the jvp below is used instead. (Costs nothing: no copy.)
-        a, b = mx.stop_gradient(a), mx.stop_gradient(b)
         pad_k, pad_n, run = _route(choose, backend, a.shape, b.shape, pad, *_route_depends())
         if pad_k or pad_n:  # operands copied once, with aligned rows
             a = mx.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, pad_k)], stream=stream)
             b = mx.pad(b, [(0, 0)] * (b.ndim - 2) + [(0, pad_k), (0, pad_n)], stream=stream)
         c = run(a, b, stream, {})
         return c[..., : c.shape[-1] - pad_n] if pad_n else c
+
+    return forward
+
+
+@functools.cache
+def _differentiable(
+    choose: Callable[[str, Plan], adaptive.Launch], backend: str, stream, pad: bool = False,
+):
+    """:func:`_forward` as an mx.custom_function whose vjp and jvp are products
+    of the same kind.
+
+    One per (kernel choice, backend, stream, pad), created once: the vjp and jvp
+    call it again, so higher derivatives run on our kernels too.
+    """
+    plain = _forward(choose, backend, stream, pad)
+
+    def forward(a, b):
+        # The kernel has no derivative of its own, and MLX's forward mode (jvp)
+        # visits every node between the primals and the custom function's
+        # outputs: stopping the gradient on the kernel's inputs keeps it off that
+        # path, so the jvp below is used instead. (Costs nothing: no copy.)
+        return plain(mx.stop_gradient(a), mx.stop_gradient(b))
 
     product = mx.custom_function(forward)
 
@@ -209,15 +220,42 @@ def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool, *dep
     return pad_k, pad_n, _launcher(how.spec, a_shape, b_shape, how.k_splits)
 
 
+# The calls made so far, by (choose, stream, pad, operand shapes): the state they
+# were made in (_call_state) and the compiled function that served them. A call
+# like one before it (a model's every step) is then this lookup, a few reads
+# and the compiled function: measured on an H200's host, the checks and cache
+# keys it skips cost ~4.5 us of Python a call, against mx.matmul's whole ~1.3 us
+# (benchmarks/NOTES.md, session 6).
+_calls: dict = {}
+_F32 = mx.float32
+MAX_CALLS = 1024  # then forgotten at once, like a cache that is rarely full
+
+
+def _call_state(stream) -> tuple:
+    """What a call's compiled function depends on besides its key: the backend
+    (the default device, when no stream is named), the autotuner's entries and
+    the poison flag."""
+    return device.backend(stream), tuning.generation(), _poison
+
+
 def _run(choose, a, b, stream, pad: bool = False) -> mx.array:
+    stream = device.canonical(stream)  # what the caches below are keyed by
+    if type(a) is mx.array and type(b) is mx.array:
+        key = (choose, stream, pad, a.shape, b.shape)
+        seen = _calls.get(key)
+        if seen is not None and a.dtype == _F32 and b.dtype == _F32 and seen[0] == _call_state(stream):
+            return seen[1](a, b)
     check_operand(a, "a")
     check_operand(b, "b")
-    stream = device.canonical(stream)  # what the caches below are keyed by
     backend = device.backend(stream)
     if backend == device.CPU_FALLBACK:
         plan(a.shape, b.shape)  # shape errors before anything is built
         return _differentiable(choose, backend, stream, pad)(a, b)
-    return _compiled(choose, backend, stream, pad, a.shape, b.shape, tuning.generation(), _poison)(a, b)
+    fn = _compiled(choose, backend, stream, pad, a.shape, b.shape, tuning.generation(), _poison)
+    if len(_calls) >= MAX_CALLS:
+        _calls.clear()
+    _calls[(choose, stream, pad, a.shape, b.shape)] = (_call_state(stream), fn)
+    return fn(a, b)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -228,10 +266,17 @@ def _compiled(choose, backend: str, stream, pad: bool, a_shape: tuple, b_shape: 
     host (Python, MLX's custom-function and custom-kernel nodes, and two
     stop_gradient nodes), against mx.matmul's ~19; products of a few rows take
     less than that on the GPU. A compiled function replays its recorded graph
-    from C++ without running our Python, and drops the no-op nodes:
-    ~11 us a call (benchmarks/NOTES.md, per-call cost). Under a transform
-    (grad, vjp, jvp, an enclosing compile) MLX traces the function as written
-    instead, so the custom function's vjp and jvp apply as before.
+    from C++ without running our Python (benchmarks/NOTES.md, per-call cost).
+
+    Two graphs, one function. MLX records the graph at the first call whose
+    operands are not tracers and replays it at every such call after; under a
+    transform (grad, vjp, jvp, vmap, an enclosing compile) the operands are
+    tracers, and MLX runs the function as written. So the recording is made
+    here, at once, from stand-in operands, of the plain forward (the kernel
+    alone: a plain call needs no derivative rules), and every later run as
+    written is the custom function with its vjp and jvp. The custom-function
+    node cost ~2 us of host time a call (H200 host). Should MLX record later
+    (compile disabled, say), it records the custom function: slower, as correct.
 
     One compiled function per shape pair, each a function object of its own:
     MLX keeps a function's compiled graphs in one list that every call scans.
@@ -245,7 +290,12 @@ def _compiled(choose, backend: str, stream, pad: bool, a_shape: tuple, b_shape: 
     if p.empty:
         return product
     _route(choose, backend, a_shape, b_shape, pad, *_route_depends())  # launch errors here, too
-    return mx.compile(lambda a, b: product(a, b))
+    plain = _forward(choose, backend, stream, pad)
+    recording = [True]
+    compiled = mx.compile(lambda a, b: (plain if recording[0] else product)(a, b))
+    compiled(mx.zeros(a_shape, dtype=mx.float32), mx.zeros(b_shape, dtype=mx.float32))  # records; nothing runs
+    recording[0] = False
+    return compiled
 
 
 def _route_depends() -> tuple:

@@ -25,7 +25,7 @@ def fake_cuda(monkeypatch):
         return run
 
     monkeypatch.setattr(ops, "_launcher", launcher)
-    forget = lambda: (ops._compiled.cache_clear(), ops._route.cache_clear())  # noqa: E731
+    forget = lambda: (ops._compiled.cache_clear(), ops._route.cache_clear(), ops._calls.clear())  # noqa: E731
     forget()
     yield launches
     forget()
@@ -94,3 +94,38 @@ def test_an_empty_product_is_zeros(fake_cuda):
     assert ops.matmul(a, b).shape == (0, 3)
     a, b = operands((4, 0), (0, 3))
     assert np.array_equal(ops.matmul(a, b), np.zeros((4, 3), np.float32))
+
+
+def test_a_repeated_call_still_checks_its_operands(fake_cuda):
+    a, b = operands((5, 7), (7, 3))
+    ops.matmul(a, b)
+    ops.matmul(a, b)  # the shape pair is known now: the short path
+    with pytest.raises(TypeError, match="a must have dtype float32"):
+        ops.matmul(a.astype(mx.float16), b)
+    with pytest.raises(TypeError, match="b must be an mlx.core.array"):
+        ops.matmul(a, np.ones((7, 3), np.float32))
+
+
+def test_a_repeated_call_follows_the_backend(fake_cuda, monkeypatch):
+    # A "kernel" whose results are marked (+1), to tell them from mx.matmul's.
+    monkeypatch.setattr(ops, "_launcher", lambda spec, a_shape, b_shape, k_splits: (
+        lambda a, b, stream, extra: mx.matmul(a, b, stream=stream) + 1))
+    a, b = operands((5, 7), (7, 3))
+    for _ in range(2):
+        assert np.allclose(ops.matmul(a, b), mx.matmul(a, b) + 1, atol=1e-5)
+    monkeypatch.setattr(device, "backend", lambda stream=None: device.CPU_FALLBACK)
+    assert np.allclose(ops.matmul(a, b), mx.matmul(a, b), atol=1e-5)
+
+
+def test_gradients_after_plain_calls_of_every_kind(fake_cuda):
+    # The recorded graph is the kernel alone; a transform must still find the
+    # custom function, also for an operand given as a transposed view.
+    a, w = operands((5, 7), (3, 7))
+    b = mx.swapaxes(w, 0, 1)
+    for _ in range(2):
+        ops.matmul(a, b)
+    got = mx.grad(lambda y: ops.matmul(a, y).sum())(b)
+    want = mx.grad(lambda y: mx.matmul(a, y).sum())(b)
+    assert np.allclose(got, want, atol=1e-5)
+    got = mx.vjp(lambda x: ops.matmul(x, b), [a], [mx.ones((5, 3))])[1][0]
+    assert np.allclose(got, mx.ones((5, 3)) @ w, atol=1e-5)
