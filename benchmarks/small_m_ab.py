@@ -1,10 +1,12 @@
 """small_m variants against each other and mx.matmul (float32), each call a
-compiled launch, in 3 alternating rounds (each side's median round), on the
-decode shapes the shape suite finds hardest (benchmarks/NOTES.md, session 5).
+compiled launch, in 3 alternating rounds (each side's median round).
 
-    python benchmarks/small_m_ab.py
+    python benchmarks/small_m_ab.py                  # small_m's variants (session 5)
+    python benchmarks/small_m_ab.py --wide small_m small_m_wide small_m_wide:U=2
+                                                     # M 1-4 against wide B (session 6)
 
-A variant is written as for benchmarks/explore.py ("small_m:STAGES=3"). CUDA only.
+A variant is written as for benchmarks/explore.py ("small_m:STAGES=3",
+"small_m_wide:WARPS=16,U=1"). CUDA only. Results: benchmarks/NOTES.md.
 """
 
 import os
@@ -22,21 +24,29 @@ VARIANTS = ["small_m", "small_m:STAGES=3", "small_m:BN=16,WARPS=4", "small_m:BN=
 # (M, N, K, B is a transposed view)
 CASES = [(1, 4096, 4096, False), (1, 4096, 4096, True), (1, 14336, 4096, False), (1, 14336, 4096, True),
          (4, 14336, 4096, False), (8, 4096, 14336, False), (8, 4096, 14336, True), (1, 1024, 4096, False)]
+# --wide: the rows small_m_wide serves (1-4) against B of 8192-14336 columns, both
+# layouts, and two shapes at its 4096-column threshold.
+WIDE_CASES = [(m, n, k, t) for t in (False, True) for m in (1, 2, 3, 4)
+              for n, k in ((14336, 4096), (11008, 4096), (8192, 8192))]
+WIDE_CASES += [(1, 4096, 4096, t) for t in (False, True)] + [(4, 4096, 14336, t) for t in (False, True)]
 
 
 def main() -> int:
     if device.backend() != device.CUDA:
         print("needs MLX's CUDA backend")
         return 1
+    args = sys.argv[1:]
+    cases = WIDE_CASES if "--wide" in args else CASES
+    variants = [a for a in args if a != "--wide"] or VARIANTS
     calls = {v: (lambda spec: mx.compile(lambda x, y: ops.launch(spec, x, y)))(parse_variant(v)[1])
-             for v in VARIANTS}
-    for m, n, k, transposed in CASES:
+             for v in variants}
+    for m, n, k, transposed in cases:
         a, w = accuracy.random_operands((m, k), (n, k) if transposed else (k, n))
         mx.eval(a, w)
         b = mx.swapaxes(w, -1, -2) if transposed else w
         medians = timing.alternating_medians(
-            {"mx.matmul": lambda: mx.matmul(a, b), **{v: (lambda v=v: calls[v](a, b)) for v in VARIANTS}})
-        for v in VARIANTS:
+            {"mx.matmul": lambda: mx.matmul(a, b), **{v: (lambda v=v: calls[v](a, b)) for v in variants}})
+        for v in variants:
             err = bench.sampled_error(calls[v](a, b), a, b)
             if not err < 1e-6:
                 print(f"{v}: error {err:.2e} at {m}x{n}x{k}")

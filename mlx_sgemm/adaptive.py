@@ -2,7 +2,8 @@
 
 The choice follows measurements on an H200 (benchmarks/NOTES.md). On CUDA a
 product of at most 8 rows (a token's activations against a weight) is bound by
-reading B and runs small_m, float32 FMAs at memory speed, in either precision.
+reading B and runs small_m, float32 FMAs at memory speed, in either precision
+(small_m_wide for up to 4 rows against 4096 columns and more).
 On Hopper GPUs everything else runs the wgmma pipeline (tile_wgmma: 3xTF32
 for float32 accuracy, one pass for TF32) in blocks as tall as C needs (32, 64
 or 128 rows; 256 for TF32), with K split across threadgroups when the output
@@ -48,6 +49,11 @@ _WGMMA_ROWS = {"float32": (32, 64, 128), "tf32": (32, 64, 128, 256)}
 
 
 SMALL_M = 8  # rows of C up to which the product is memory-bound (small_m)
+# Up to WIDE_M rows against at least WIDE_N columns, small_m_wide: H200,
+# compiled launches in alternating rounds, 1-4 rows x N 4096-14336, in either
+# layout of B, it was as fast as small_m or up to 25% faster (benchmarks/
+# NOTES.md, session 6). Below 4096 columns its 128-column blocks are too few.
+WIDE_M, WIDE_N = 4, 4096
 # Threadgroups that fill an H100/H200 (132 SMs, one tile_wgmma block each).
 HOPPER_SMS = 132
 # The shortest stretch of K worth a split: 32 k-tiles of the pipeline.
@@ -113,6 +119,8 @@ def choose(backend: str, precision: str, p: Plan) -> specs.KernelSpec:
     Metal has no TF32 mode, so there (and on the CPU) the product is float32,
     more accurate than asked, never less."""
     if backend == device.CUDA:
+        if p is not None and p.M <= WIDE_M and p.N >= WIDE_N:
+            return specs.spec("small_m_wide", backend)
         if p is not None and p.M <= SMALL_M:
             return specs.spec("small_m", backend)
         if device.has_wgmma():
@@ -196,6 +204,8 @@ def candidates(backend: str, precision: str, p: Plan) -> list[Launch]:
         add(_without_wgmma(precision))
         if p.M <= 4 * SMALL_M:
             add(specs.spec("small_m", backend))
+        if p.M <= SMALL_M:
+            add(specs.spec("small_m_wide", backend))
     elif backend == device.METAL:
         # Every Metal kernel can split K too (sgemm.h's locate_tile); unmeasured
         # on Apple GPUs, so only the autotuner tries it.
@@ -241,6 +251,8 @@ def chooser(precision: str):
 def variants(backend: str) -> list[specs.KernelSpec]:
     """Every kernel ``matmul`` may run on ``backend`` (the compile-count bound)."""
     found = [specs.spec("small_m", backend)]
+    if backend == device.CUDA:
+        found.append(specs.spec("small_m_wide", backend))
     for precision in PRECISIONS:
         specs_for_precision = [choose(backend, precision, None)]
         if backend == device.CUDA and device.has_wgmma():

@@ -171,6 +171,17 @@ def cuda_small_m(BN: int = 32, WARPS: int = 8, STAGES: int = 4) -> KernelSpec:
     )
 
 
+def cuda_small_m_wide(WARPS: int = 8, U: int = 4) -> KernelSpec:
+    """small_m_wide on CUDA (kernels/cuda/small_m_wide.cu): blocks of 4 rows and
+    128 columns of C, 32 * WARPS threads loading B straight into registers; for
+    a row-major B, U chunks of 4 rows in flight per warp."""
+    return KernelSpec(
+        "small_m_wide", "cuda", "small_m_wide.cu", (32 * WARPS, 1, 1), 4, 128,
+        (("WARPS", WARPS), ("U", U)),
+        min_blocks=1,  # registers capped to what lets the block launch at all
+    )
+
+
 _SPECS = {
     "cuda": [
         # One thread per output; 32 threads along N so a warp's loads of B and
@@ -202,6 +213,11 @@ _SPECS = {
         # stages the same within noise, BN 64 with 16 warps faster on one
         # shape and slower on others, BN 16 with 4 warps up to 40% slower.
         cuda_small_m(),
+        # M <= 4 against N >= 4096: 128 columns a block, B read straight into
+        # registers (kernels/cuda/small_m_wide.cu). 8 warps; 4 chunks in flight
+        # (row-major B) were 0-10% faster than 2, 16 warps slower
+        # (benchmarks/NOTES.md, session 6).
+        cuda_small_m_wide(),
     ],
     # Every Metal kernel reads a_strides / b_strides, so MLX passes any layout
     # as it is (transposed views, slices, broadcasts): no copies.

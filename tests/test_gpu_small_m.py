@@ -1,4 +1,5 @@
-"""The small-M kernel (kernels/cuda/small_m.cu) against float64, on a CUDA GPU.
+"""The small-M kernels (kernels/cuda/small_m.cu, small_m_wide.cu) against float64,
+on a CUDA GPU.
 
 It is written for M <= 8 but must be right for any M, any strides (B a
 transposed view, slices, broadcast batches) and for split-K views: A (M, K) seen
@@ -38,6 +39,11 @@ SPECS = {
     "parts": specs.cuda_small_m(BN=16, WARPS=8, STAGES=3),
     "four_warps": specs.cuda_small_m(BN=16, WARPS=4, STAGES=4),
     "wide": specs.cuda_small_m(BN=64, WARPS=16, STAGES=3),
+    # small_m_wide (kernels/cuda/small_m_wide.cu): 4-row, 128-column blocks,
+    # B loaded straight into registers; 16 warps take 8 columns each
+    # (column-major) and one chunk at a time (row-major).
+    "direct": specs.spec("small_m_wide", "cuda"),
+    "direct_w16": specs.cuda_small_m_wide(WARPS=16, U=1),
 }
 
 
@@ -132,16 +138,19 @@ def test_mismatched_spec_writes_nan():
     not pass silently."""
     a, b = accuracy.random_operands((4, 300), (300, 200))
     for bad in (dataclasses.replace(SPECS["default"], block_n=64),
-                dataclasses.replace(SPECS["default"], shared_memory=1024)):
+                dataclasses.replace(SPECS["default"], shared_memory=1024),
+                dataclasses.replace(SPECS["direct"], block_n=64),
+                dataclasses.replace(SPECS["direct"], threadgroup=(128, 1, 1))):
         assert accuracy.relative_error(run(bad, a, b), a, b) == float("inf")
 
 
+@pytest.mark.parametrize("name", ["default", "direct"])
 @pytest.mark.parametrize("transposed_b", [False, True], ids=["b", "b_view_T"])
-def test_same_bits_every_run(transposed_b):
+def test_same_bits_every_run(name, transposed_b):
     """The partial sums meet in a fixed order (no atomics): no run differs."""
     a, b = accuracy.random_operands((3, 4099), (4099, 1030))
     if transposed_b:
         b = mx.contiguous(b.T).T
-    first = np.asarray(run(SPECS["default"], a, b))
+    first = np.asarray(run(SPECS[name], a, b))
     for _ in range(5):
-        assert np.array_equal(np.asarray(run(SPECS["default"], a, b)), first)
+        assert np.array_equal(np.asarray(run(SPECS[name], a, b)), first)

@@ -1,0 +1,193 @@
+// small_m_wide: C = A @ B for few rows of A (M <= 4 per block) against a B of
+// thousands of columns (a token against a weight matrix), in plain FP32 FMAs,
+// B loaded straight into registers.
+//
+// Like small_m (small_m.cu), the product is bound by reading B once. small_m
+// stages B through shared memory in strips of 32 columns (a warp reads 128
+// bytes of a row of a row-major B), which keeps many blocks busy even at
+// N = 1024. From N = 4096 on, blocks of 128 columns are enough, and then the
+// plainest way reads B faster: every warp reading 512 contiguous bytes per
+// load, straight into registers, several loads in flight, no shared memory
+// and no barrier until the end. (H200 figures: adaptive.py, WIDE_N.)
+//
+// A block owns BLOCK_M = 4 rows of C and BN = 128 columns; WARPS warps. How the
+// warps split that work follows B's layout:
+// - row-major (x @ W): a warp's lanes take a float4 of the block's 128 columns
+//   each, and the warps take turns down K in chunks of 4 rows (warp w: chunks
+//   w, w + WARPS, ...), U chunks' loads in flight at a time. The warps' partial
+//   sums meet in shared memory at the end.
+// - column-major (x @ W.T, nn.Linear's layout): a warp takes 16 columns and
+//   reads them all at once, its lanes along K in float4s (512 contiguous bytes
+//   of each column per load: 16 loads in flight a lane). One transposing warp
+//   reduction per 32 sums (sgemm::warp_sum_spread) ends it.
+// A's rows are read through L1 at every step (a few KB, the same for every
+// block). Operands that cannot be read in aligned float4s (other strides, an
+// unaligned start, a last partial chunk or column group) take the same loops
+// through Operand::load4, which reads element by element and puts zeros
+// outside the matrix.
+//
+// Template constants (mlx_sgemm/specs.py, cuda_small_m_wide): WARPS (threads =
+// 32 WARPS = the spec's threadgroup), U (row-major: chunks in flight).
+constexpr int BLOCK_M = 4;   // rows of C per block (= the spec's block_m)
+constexpr int BN = 128;      // columns of C per block (= the spec's block_n)
+constexpr int THREADS = 32 * WARPS;
+constexpr int COLS = BN / WARPS;  // column-major: a warp's columns
+static_assert(COLS * WARPS == BN && COLS <= 32, "column-major: whole column groups per warp");
+
+// The warps' partial sums (row-major), or the block's results (column-major).
+__shared__ float4 sums[WARPS][BLOCK_M][BN / 4];
+
+const sgemm::Tile t = sgemm::locate_tile(
+    BLOCK_M, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
+
+// A spec whose grid or threads disagree with this template would leave parts
+// of C unwritten: it writes NaN instead, which no check can miss.
+if (blockDim.x != THREADS || params[sgemm::P_TILES_N] != (t.N + BN - 1) / BN) {
+  for (int i = threadIdx.x; i < BLOCK_M * BN; i += blockDim.x) {
+    const int r = t.row0 + i / BN, col = t.col0 + i % BN;
+    if (r < t.M && col < t.N) t.C[r * t.ldc + col] = __int_as_float(0x7fc00000);
+  }
+  return;
+}
+
+const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+const int K = t.K;
+const int rows = min(BLOCK_M, t.M - t.row0);
+const sgemm::Operand A = t.A, B = t.B;
+const bool a_vector = A.vectorizes<sgemm::ROW_MAJOR>();
+// A's rows; a row past M repeats the last one (in bounds; never stored).
+auto a_row = [&](int r) { return A.p + min(t.row0 + r, t.M - 1) * A.rs; };
+
+auto row_major = [&](auto rows_of_c) {
+  constexpr int ROWS = decltype(rows_of_c)::value;
+  const int col = t.col0 + 4 * lane;
+  const bool b_vector = B.vectorizes<sgemm::ROW_MAJOR>();
+  float4 acc[ROWS] = {};
+  // Chunk q: rows 4q .. 4q + 3 of B at this lane's 4 columns (w), times A's
+  // k = 4q .. 4q + 3 (x).
+  auto multiply = [&](const float4 (&x)[ROWS], const float4 (&w)[4]) {
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      const float xs[4] = {x[r].x, x[r].y, x[r].z, x[r].w};
+#pragma unroll
+      for (int v = 0; v < 4; ++v) {
+        acc[r].x += xs[v] * w[v].x;
+        acc[r].y += xs[v] * w[v].y;
+        acc[r].z += xs[v] * w[v].z;
+        acc[r].w += xs[v] * w[v].w;
+      }
+    }
+  };
+  int q = warp;
+  if (a_vector && b_vector && col + 3 < t.N) {
+    // Whole chunks, aligned: 16-byte loads, U chunks' loads issued before their FMAs.
+    const float* const b_col = B.p + col;
+    const int whole = K / 4;
+    for (; q + WARPS * (U - 1) < whole; q += WARPS * U) {
+      float4 w[U][4];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int v = 0; v < 4; ++v)  // streamed: read once, kept out of L1's way
+          w[u][v] = __ldcs(reinterpret_cast<const float4*>(b_col + (4 * (q + WARPS * u) + v) * B.rs));
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        float4 x[ROWS];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r)
+          x[r] = __ldg(reinterpret_cast<const float4*>(a_row(r) + 4 * (q + WARPS * u)));
+        multiply(x, w[u]);
+      }
+    }
+  }
+  for (; 4 * q < K; q += WARPS) {  // the rest (or all, for other layouts): checked loads
+    float4 w[4], x[ROWS];
+#pragma unroll
+    for (int v = 0; v < 4; ++v) w[v] = B.load4<sgemm::ROW_MAJOR>(4 * q + v, col, b_vector);
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) x[r] = A.load4<sgemm::ROW_MAJOR>(t.row0 + r, 4 * q, a_vector);
+    multiply(x, w);
+  }
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) sums[warp][r][lane] = acc[r];
+};
+
+auto col_major = [&](auto rows_of_c) {
+  constexpr int ROWS = decltype(rows_of_c)::value;
+  constexpr int SUMS = ROWS * COLS;  // acc[COLS r + j]: row r, column j
+  const int n0 = t.col0 + COLS * warp;
+  const bool b_vector = B.vectorizes<sgemm::COL_MAJOR>();
+  float acc[SUMS] = {};
+  auto multiply = [&](const float4& x, const float4& w, float& s) {
+    s += x.x * w.x;
+    s += x.y * w.y;
+    s += x.z * w.z;
+    s += x.w * w.w;
+  };
+  int k = 4 * lane;
+  if (a_vector && b_vector) {
+    // Columns past N repeat column N - 1 (in bounds; never stored).
+    const float* col_p[COLS];
+#pragma unroll
+    for (int j = 0; j < COLS; ++j) col_p[j] = B.p + min(n0 + j, t.N - 1) * B.cs;
+    for (; k + 3 < K; k += 128) {
+      float4 w[COLS];
+#pragma unroll
+      for (int j = 0; j < COLS; ++j) w[j] = __ldcs(reinterpret_cast<const float4*>(col_p[j] + k));
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        const float4 x = __ldg(reinterpret_cast<const float4*>(a_row(r) + k));
+#pragma unroll
+        for (int j = 0; j < COLS; ++j) multiply(x, w[j], acc[COLS * r + j]);
+      }
+    }
+  }
+  for (; k < K; k += 128) {  // the rest (or all, for other layouts): checked loads
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      const float4 x = A.load4<sgemm::ROW_MAJOR>(t.row0 + r, k, a_vector);
+#pragma unroll
+      for (int j = 0; j < COLS; ++j)
+        multiply(x, B.load4<sgemm::COL_MAJOR>(k, n0 + j, b_vector), acc[COLS * r + j]);
+    }
+  }
+  // warp_sum_spread takes up to 32 sums: lanes i * 32 / V .. end with sum i.
+  float* const out = reinterpret_cast<float*>(sums[0]);  // [BLOCK_M][BN]
+#pragma unroll
+  for (int h = 0; h < (SUMS + 31) / 32; ++h) {
+    constexpr int V = SUMS < 32 ? SUMS : 32;
+    float part[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) part[i] = acc[h * V + i];
+    const float sum = sgemm::warp_sum_spread(part);
+    const int i = h * V + lane / (32 / V);
+    if (lane % (32 / V) == 0) out[(i / COLS) * BN + COLS * warp + i % COLS] = sum;
+  }
+};
+
+const bool b_col_major = t.B.layout() == sgemm::COL_MAJOR;
+auto multiply_rows = [&](auto rows_of_c) {
+  if (b_col_major) col_major(rows_of_c);
+  else row_major(rows_of_c);
+};
+if (rows == 1) multiply_rows(sgemm::IntTag<1>{});
+else if (rows == 2) multiply_rows(sgemm::IntTag<2>{});
+else multiply_rows(sgemm::IntTag<4>{});
+
+// The block's results: row-major, the warps' partial sums added in order.
+__syncthreads();
+const bool c_aligned = t.ldc % 4 == 0 && sgemm::is_16_byte_aligned(t.C);
+for (int i = threadIdx.x; i < rows * BN / 4; i += THREADS) {
+  const int r = i / (BN / 4), l = i % (BN / 4);
+  float4 s = sums[0][r][l];
+  if (!b_col_major) {
+    for (int w = 1; w < WARPS; ++w) {
+      const float4 v = sums[w][r][l];
+      s.x += v.x;
+      s.y += v.y;
+      s.z += v.z;
+      s.w += v.w;
+    }
+  }
+  sgemm::store4_clipped(t.C, t.ldc, t.row0 + r, t.col0 + 4 * l, t.M, t.N, c_aligned, s);
+}
