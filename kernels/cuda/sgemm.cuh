@@ -354,6 +354,24 @@ __device__ inline void with_flag(bool flag, F&& f) {
   else f(BoolTag<false>{});
 }
 
+// One halving step of warp_sum_spread on v[0 .. N): the N / 2 values kept
+// land in v[0 .. N / 2). A compile-time recursion, so that every index is a
+// constant: as a loop over N, nvcc left the inner loop rolled and v in local
+// memory (a stack frame in small_m and small_m_wide).
+template <int N, int V>
+__device__ inline void warp_halve(float (&v)[V], int offset) {
+  if constexpr (N > 1) {
+    const bool upper = threadIdx.x & offset;
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      const float send = upper ? v[i] : v[i + N / 2];
+      const float keep = upper ? v[i + N / 2] : v[i];
+      v[i] = keep + __shfl_xor_sync(0xffffffffu, send, offset);
+    }
+    warp_halve<N / 2>(v, offset / 2);
+  }
+}
+
 // Sum V values (a power of 2 up to 32) over the 32 lanes of a warp, in 31
 // shuffles for V = 32 rather than V * 5: each halving step keeps one half of
 // the values and trades the other half with the partner lane. Returns the total
@@ -361,21 +379,10 @@ __device__ inline void with_flag(bool flag, F&& f) {
 template <int V>
 __device__ inline float warp_sum_spread(float (&v)[V]) {
   static_assert(V >= 1 && V <= 32 && (V & (V - 1)) == 0, "V a power of 2, at most 32");
-  const int lane = threadIdx.x % 32;
-  int offset = 16;
-#pragma unroll
-  for (int n = V; n > 1; n /= 2, offset /= 2) {
-    const bool upper = lane & offset;
-#pragma unroll
-    for (int i = 0; i < n / 2; ++i) {
-      const float send = upper ? v[i] : v[i + n / 2];
-      const float keep = upper ? v[i + n / 2] : v[i];
-      v[i] = keep + __shfl_xor_sync(0xffffffffu, send, offset);
-    }
-  }
+  warp_halve<V>(v, 16);
   float sum = v[0];
 #pragma unroll
-  for (; offset >= 1; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  for (int offset = 16 / V; offset >= 1; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
   return sum;
 }
 
@@ -875,6 +882,16 @@ template <int N>
 struct IntTag {
   static constexpr int value = N;
 };
+
+// f(IntTag<R>{}) for the least R in 1, 2, 4, ..., MAX_ROWS that holds `rows`
+// rows of C (the small-M kernels): each count compiled with just its FMAs.
+template <int MAX_ROWS, typename F>
+__device__ inline void with_rows_of_c(int rows, F&& f) {
+  if (rows == 1 || MAX_ROWS == 1) f(IntTag<1>{});
+  else if (rows == 2 || MAX_ROWS == 2) f(IntTag<2>{});
+  else if (rows <= 4 || MAX_ROWS == 4) f(IntTag<(MAX_ROWS < 4 ? MAX_ROWS : 4)>{});
+  else f(IntTag<MAX_ROWS>{});
+}
 
 // The dynamic shared memory this block was launched with, in bytes.
 __device__ inline uint32_t dynamic_shared_bytes() {

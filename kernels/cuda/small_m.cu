@@ -268,14 +268,10 @@ auto col_major = [&](auto rows_of_c) {
 };
 
 const bool b_col_major = t.B.layout() == sgemm::COL_MAJOR;
-auto multiply = [&](auto rows_of_c) {
+sgemm::with_rows_of_c<BLOCK_M>(rows, [&](auto rows_of_c) {
   if (b_col_major) col_major(rows_of_c);
   else row_major(rows_of_c);
-};
-if (rows == 1) multiply(sgemm::IntTag<1>{});
-else if (rows == 2) multiply(sgemm::IntTag<2>{});
-else if (rows <= 4) multiply(sgemm::IntTag<4>{});
-else multiply(sgemm::IntTag<8>{});
+});
 
 // The block's sums: its slots, added in order, stored.
 __syncthreads();

@@ -114,10 +114,16 @@ auto row_major = [&](auto rows_of_c) {
 
 auto col_major = [&](auto rows_of_c) {
   constexpr int ROWS = decltype(rows_of_c)::value;
-  constexpr int SUMS = ROWS * COLS;  // acc[COLS r + j]: row r, column j
+  constexpr int SUMS = ROWS * COLS;
+  // Sum i = COLS r + j (row r, column j) is acc[i / V][i % V]: groups of at
+  // most 32, what one warp_sum_spread takes.
+  constexpr int V = SUMS < 32 ? SUMS : 32;
+  auto sum_of = [&](float (&acc)[SUMS / V][V], int i) -> float& { return acc[i / V][i % V]; };
   const int n0 = t.col0 + COLS * warp;
   const bool b_vector = B.vectorizes<sgemm::COL_MAJOR>();
-  float acc[SUMS] = {};
+  float acc[SUMS / V][V];
+#pragma unroll  // (an "= {}" here was a zeroing loop through local memory)
+  for (int i = 0; i < SUMS; ++i) sum_of(acc, i) = 0.0f;
   auto multiply = [&](const float4& x, const float4& w, float& s) {
     s += x.x * w.x;
     s += x.y * w.y;
@@ -138,7 +144,7 @@ auto col_major = [&](auto rows_of_c) {
       for (int r = 0; r < ROWS; ++r) {
         const float4 x = __ldg(reinterpret_cast<const float4*>(a_row(r) + k));
 #pragma unroll
-        for (int j = 0; j < COLS; ++j) multiply(x, w[j], acc[COLS * r + j]);
+        for (int j = 0; j < COLS; ++j) multiply(x, w[j], sum_of(acc, COLS * r + j));
       }
     }
   }
@@ -148,31 +154,24 @@ auto col_major = [&](auto rows_of_c) {
       const float4 x = A.load4<sgemm::ROW_MAJOR>(t.row0 + r, k, a_vector);
 #pragma unroll
       for (int j = 0; j < COLS; ++j)
-        multiply(x, B.load4<sgemm::COL_MAJOR>(k, n0 + j, b_vector), acc[COLS * r + j]);
+        multiply(x, B.load4<sgemm::COL_MAJOR>(k, n0 + j, b_vector), sum_of(acc, COLS * r + j));
     }
   }
-  // warp_sum_spread takes up to 32 sums: lanes i * 32 / V .. end with sum i.
+  // Lanes i * 32 / V .. of each group end with its sum i (sgemm::warp_sum_spread).
   float* const out = reinterpret_cast<float*>(sums[0]);  // [BLOCK_M][BN]
 #pragma unroll
-  for (int h = 0; h < (SUMS + 31) / 32; ++h) {
-    constexpr int V = SUMS < 32 ? SUMS : 32;
-    float part[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) part[i] = acc[h * V + i];
-    const float sum = sgemm::warp_sum_spread(part);
+  for (int h = 0; h < SUMS / V; ++h) {
+    const float sum = sgemm::warp_sum_spread(acc[h]);
     const int i = h * V + lane / (32 / V);
     if (lane % (32 / V) == 0) out[(i / COLS) * BN + COLS * warp + i % COLS] = sum;
   }
 };
 
 const bool b_col_major = t.B.layout() == sgemm::COL_MAJOR;
-auto multiply_rows = [&](auto rows_of_c) {
+sgemm::with_rows_of_c<BLOCK_M>(rows, [&](auto rows_of_c) {
   if (b_col_major) col_major(rows_of_c);
   else row_major(rows_of_c);
-};
-if (rows == 1) multiply_rows(sgemm::IntTag<1>{});
-else if (rows == 2) multiply_rows(sgemm::IntTag<2>{});
-else multiply_rows(sgemm::IntTag<4>{});
+});
 
 // The block's results: row-major, the warps' partial sums added in order.
 __syncthreads();
