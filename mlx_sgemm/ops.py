@@ -223,9 +223,9 @@ def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool, *dep
 # The calls made so far, by (choose, stream, pad, operand shapes): the state they
 # were made in (_call_state) and the compiled function that served them. A call
 # like one before it (a model's every step) is then this lookup, a few reads
-# and the compiled function: measured on an H200's host, the checks and cache
-# keys it skips cost ~4.5 us of Python a call, against mx.matmul's whole ~1.3 us
-# (benchmarks/NOTES.md, session 6).
+# and the compiled function: on an H200's host matmul's own Python went from
+# 4.5 to 1.8 us a call (mx.matmul builds its whole call in ~1.3-1.7 us;
+# benchmarks/NOTES.md, session 6).
 _calls: dict = {}
 _F32 = mx.float32
 MAX_CALLS = 1024  # then forgotten at once, like a cache that is rarely full
@@ -274,9 +274,10 @@ def _compiled(choose, backend: str, stream, pad: bool, a_shape: tuple, b_shape: 
     tracers, and MLX runs the function as written. So the recording is made
     here, at once, from stand-in operands, of the plain forward (the kernel
     alone: a plain call needs no derivative rules), and every later run as
-    written is the custom function with its vjp and jvp. The custom-function
-    node cost ~2 us of host time a call (H200 host). Should MLX record later
-    (compile disabled, say), it records the custom function: slower, as correct.
+    written is the custom function with its vjp and jvp. (The custom-function
+    node cost 0-1.2 us of host time a call in the probes on an H200's host.)
+    Should MLX record later (compile disabled, say), it records the custom
+    function: perhaps slower, as correct.
 
     One compiled function per shape pair, each a function object of its own:
     MLX keeps a function's compiled graphs in one list that every call scans.

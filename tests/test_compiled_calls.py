@@ -129,3 +129,28 @@ def test_gradients_after_plain_calls_of_every_kind(fake_cuda):
     assert np.allclose(got, want, atol=1e-5)
     got = mx.vjp(lambda x: ops.matmul(x, b), [a], [mx.ones((5, 3))])[1][0]
     assert np.allclose(got, mx.ones((5, 3)) @ w, atol=1e-5)
+
+
+def test_a_shape_met_first_inside_a_transform(fake_cuda):
+    # Its compiled function is made (and its plain graph recorded from
+    # stand-in operands) while the caller's own trace is open.
+    a, b = operands((6, 7), (7, 2))
+    step = mx.compile(lambda x, y: ops.matmul(x, y) * 2)
+    assert np.allclose(step(a, b), 2 * mx.matmul(a, b), atol=1e-5)
+    assert np.allclose(ops.matmul(a, b), mx.matmul(a, b), atol=1e-5)
+    c, d = operands((3, 5), (5, 4))
+    got = mx.grad(lambda x: ops.matmul(x, d).sum())(c)
+    assert np.allclose(got, mx.grad(lambda x: mx.matmul(x, d).sum())(c), atol=1e-5)
+    assert np.allclose(ops.matmul(c, d), mx.matmul(c, d), atol=1e-5)
+
+
+def test_with_compile_disabled(fake_cuda):
+    mx.disable_compile()
+    try:
+        a, b = operands((4, 9), (9, 5))
+        for _ in range(2):
+            assert np.allclose(ops.matmul(a, b), mx.matmul(a, b), atol=1e-5)
+        got = mx.grad(lambda x: ops.matmul(x, b).sum())(a)
+        assert np.allclose(got, mx.grad(lambda x: mx.matmul(x, b).sum())(a), atol=1e-5)
+    finally:
+        mx.enable_compile()
