@@ -1,5 +1,10 @@
 """Every tile_wgmma block height x K split on the shape suite's mid shapes, each
-a compiled launch, next to mx.matmul (what adaptive.MAX_SPLIT_TILES rests on).
+a compiled launch, next to mx.matmul (session 5's split-K figures).
+
+Its timing evaluates many independent calls together, which the GPU may run at
+once, so a product of few tiles looks cheaper than it is one at a time: these
+figures had split-K limited to 16 tiles, which one-at-a-time timing overturned
+(benchmarks/NOTES.md, session 6; adaptive.k_splits).
 
     python benchmarks/split_grid.py float32
     python benchmarks/split_grid.py tf32

@@ -3,11 +3,11 @@
 The choice follows measurements on an H200 (benchmarks/NOTES.md). On CUDA a
 product of at most 8 rows (a token's activations against a weight) is bound by
 reading B and runs small_m, float32 FMAs at memory speed, in either precision
-(small_m_wide for up to 4 rows against 4096 columns and more).
+(small_m_wide for up to 4 rows against 12288 columns and more).
 On Hopper GPUs everything else runs the wgmma pipeline (tile_wgmma: 3xTF32
 for float32 accuracy, one pass for TF32) in blocks as tall as C needs (32, 64
 or 128 rows; 256 for TF32), with K split across threadgroups when the output
-has very few tiles (at most 16), and big operands whose rows are not 16-byte
+has fewer tiles than the GPU has SMs, and big operands whose rows are not 16-byte
 aligned copied to padded ones first (``padding``). Other CUDA GPUs
 get the fastest mma.sync / FMA kernels: tile_threads for float32 (~41 TFLOP/s
 at 8192^3 on an H200, ahead of the 3xTF32 mma.sync pipeline's ~19) and
@@ -49,28 +49,31 @@ _WGMMA_ROWS = {"float32": (32, 64, 128), "tf32": (32, 64, 128, 256)}
 
 
 SMALL_M = 8  # rows of C up to which the product is memory-bound (small_m)
-# Up to WIDE_M rows against at least WIDE_N columns, small_m_wide: H200,
-# compiled launches in alternating rounds, 1-4 rows x N 4096-14336, in either
-# layout of B, it was as fast as small_m or up to 25% faster (benchmarks/
-# NOTES.md, session 6). Below 4096 columns its 128-column blocks are too few.
-WIDE_M, WIDE_N = 4, 4096
+# Up to WIDE_M rows against at least WIDE_N columns, small_m_wide: its blocks
+# of 128 columns then number 96 and more, enough to fill the GPU with one
+# product. With fewer (32 at N = 4096), one product at a time was slow: H200,
+# float32, shape_suite.py --one-at-a-time (benchmarks/NOTES.md, session 6),
+# 1x4096x4096 W.T 64 -> 47 us and 1x4096x14336 134 -> 95 with small_m there
+# (MLX: 45, 92). (Timing many independent calls at once, which the GPU runs
+# side by side, had made 4096 look right.)
+WIDE_M, WIDE_N = 4, 12288
 # Threadgroups that fill an H100/H200 (132 SMs, one tile_wgmma block each).
 HOPPER_SMS = 132
 # The shortest stretch of K worth a split: 32 k-tiles of the pipeline.
 MIN_SPLIT_K = 1024
-# Split-K pays only where the output has very few tiles. H200, compiled calls,
-# every height x split timed (benchmarks/NOTES.md, split-K revisited): 8 tiles
-# (128x1024x4096, float32) 30.7 -> 26.2 us with 4 splits; 32 tiles
-# (32x4096x4096, 128x4096x4096, 32x4096x14336, TF32 or float32) and 64 (TF32
-# 512x4096x4096) lost 3-75% with any split: the partial products' extra
-# kernel and traffic cost more than the idle SMs.
-MAX_SPLIT_TILES = 16
+# Split-K pays wherever the output's tiles leave SMs idle: a product's time
+# is then its one wave of too few blocks. H200, float32, each call waiting for
+# the previous one (shape_suite.py --one-at-a-time; benchmarks/NOTES.md,
+# session 6), 32 tiles: 32x4096x14336 354 -> 130 us (4 splits), 128x4096x4096
+# 215 -> 106. (Session 5 had found splits at 32 and 64 tiles slower, timing many
+# independent calls at once: their blocks then filled each other's idle SMs.
+# Timed that way, TF32 512x4096x4096, 64 tiles split 2 ways, is at 0.79x.)
 
 
 def k_splits(backend: str, spec: specs.KernelSpec, p: Plan) -> int:
     """How many ways to split K for ``spec`` on problem ``p`` (1: not at all).
 
-    Split-K pays when the output has very few tiles (MAX_SPLIT_TILES) while K
+    Split-K pays when the output has fewer tiles than the GPU has SMs while K
     is long: each split's threadgroups then take a stretch of K, and the partial
     products are summed afterwards (ops.launch). Every kernel can split, but the
     heuristic splits only the Hopper pipeline, the one measured (the autotuner
@@ -82,8 +85,6 @@ def k_splits(backend: str, spec: specs.KernelSpec, p: Plan) -> int:
         return 1
     tiles_m, tiles_n = p.tiles(spec.block_m, spec.block_n)
     tiles = tiles_m * tiles_n * p.batch
-    if tiles > MAX_SPLIT_TILES:
-        return 1
     wanted = min(HOPPER_SMS // tiles, p.K // MIN_SPLIT_K)
     if wanted <= 1:
         return 1

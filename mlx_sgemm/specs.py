@@ -213,10 +213,10 @@ _SPECS = {
         # stages the same within noise, BN 64 with 16 warps faster on one
         # shape and slower on others, BN 16 with 4 warps up to 40% slower.
         cuda_small_m(),
-        # M <= 4 against N >= 4096: 128 columns a block, B read straight into
-        # registers (kernels/cuda/small_m_wide.cu). 8 warps; 4 chunks in flight
-        # (row-major B) were 0-10% faster than 2, 16 warps slower
-        # (benchmarks/NOTES.md, session 6).
+        # M <= 4 against N >= 12288 (adaptive.WIDE_N): 128 columns a block, B
+        # read straight into registers (kernels/cuda/small_m_wide.cu). 8 warps;
+        # 4 chunks in flight (row-major B) were 0-10% faster than 2, 16 warps
+        # slower (benchmarks/NOTES.md, session 6).
         cuda_small_m_wide(),
     ],
     # Every Metal kernel reads a_strides / b_strides, so MLX passes any layout

@@ -53,5 +53,26 @@ def alternating_medians(
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
+def one_at_a_time(product: Callable, a: mx.array, b: mx.array) -> Callable[[], mx.array]:
+    """``product(a, b)`` as a call that waits for the previous call's result.
+
+    :func:`median_seconds` builds many calls and evaluates them together.
+    Independent calls may then run at once on the GPU (MLX's CUDA graph links
+    only kernels that share data), and for a small memory-bound product that
+    measures throughput, with the calls sharing B in L2, not the time of one
+    product (benchmarks/NOTES.md, session 6). Here each call's ``a`` gets 0 x a
+    column of the previous call's output added: one small elementwise kernel,
+    the same whatever ``product`` is, and a chain of calls that run in turn.
+    """
+    previous: list[mx.array] = []
+
+    def call() -> mx.array:
+        x = a + 0 * previous[0][..., :1] if previous else a
+        previous[:] = [product(x, b)]
+        return previous[0]
+
+    return call
+
+
 def gflops(m: int, n: int, k: int, seconds: float, batch: int = 1) -> float:
     return 2.0 * m * n * k * batch / seconds / 1e9

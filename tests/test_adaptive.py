@@ -13,12 +13,15 @@ def test_few_tiles_and_long_k_split_k():
     assert p.k_split_length(4) == 1024
 
 
-def test_only_very_few_tiles_split():
-    # 32 tiles (128 x 4096) or 64 (TF32's 256-row blocks at 512 x 4096): the
-    # idle SMs cost less than the partial products (measured).
-    assert adaptive.k_splits(device.CUDA, WGMMA, plan((128, 4096), (4096, 4096))) == 1
+def test_tiles_that_leave_sms_idle_split():
+    # 32 tiles (128 x 4096): 4 splits make 128 blocks on 132 SMs; 64 (TF32's
+    # 256-row blocks at 512 x 4096): 2. One product at a time, the idle SMs
+    # cost more than the partial products (measured).
+    assert adaptive.k_splits(device.CUDA, WGMMA, plan((128, 4096), (4096, 4096))) == 4
     tf32 = adaptive.wgmma_variants("tf32")[-1]
-    assert tf32.block_m == 256 and adaptive.k_splits(device.CUDA, tf32, plan((512, 4096), (4096, 4096))) == 1
+    assert tf32.block_m == 256 and adaptive.k_splits(device.CUDA, tf32, plan((512, 4096), (4096, 4096))) == 2
+    # 67 tiles and more: a split would need a second wave.
+    assert adaptive.k_splits(device.CUDA, WGMMA, plan((128 * 67, 4096), (4096, 128))) == 1
 
 
 def test_splits_stay_within_one_wave_of_blocks():

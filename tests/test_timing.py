@@ -1,5 +1,8 @@
 """The timing helpers' bookkeeping, without a GPU (the clock is faked)."""
 
+import mlx.core as mx
+import numpy as np
+
 from mlx_sgemm import timing
 
 
@@ -16,3 +19,20 @@ def test_alternating_medians_visits_in_turn_and_keeps_each_median_round(monkeypa
     medians = timing.alternating_medians({"ours": lambda: "ours", "theirs": lambda: "theirs"}, rounds=3)
     assert order == ["ours", "theirs"] * 3
     assert medians == {"ours": 2.0, "theirs": 5.0}
+
+
+def test_one_at_a_time_chains_each_call_to_the_previous_result():
+    a, b = mx.ones((3, 4)), mx.ones((4, 5))
+    calls = []
+
+    def product(x, y):
+        calls.append(x)
+        c = mx.matmul(x, y)
+        return c * mx.nan if len(calls) == 1 else c  # the first result poisoned
+
+    call = timing.one_at_a_time(product, a, b)
+    assert np.isnan(np.asarray(call())).all()
+    assert np.isnan(np.asarray(call())).all()  # its a carried the first result
+    product_ok = timing.one_at_a_time(mx.matmul, a, b)
+    for _ in range(3):
+        assert np.array_equal(np.asarray(product_ok()), np.full((3, 5), 4.0, np.float32))

@@ -5,10 +5,11 @@
 // Like small_m (small_m.cu), the product is bound by reading B once. small_m
 // stages B through shared memory in strips of 32 columns (a warp reads 128
 // bytes of a row of a row-major B), which keeps many blocks busy even at
-// N = 1024. From N = 4096 on, blocks of 128 columns are enough, and then the
-// plainest way reads B faster: every warp reading 512 contiguous bytes per
-// load, straight into registers, several loads in flight, no shared memory
-// and no barrier until the end. (H200 figures: adaptive.py, WIDE_N.)
+// N = 1024. Where N is wide enough for blocks of 128 columns to fill the GPU
+// (adaptive.py, WIDE_N), the plainest way reads B faster: every warp reading
+// 512 contiguous bytes per load, straight into registers, several loads in
+// flight, no shared memory and no barrier until the end. (ncu, 4x14336x4096:
+// 57 us on an H200 against cuBLAS's 90; benchmarks/NOTES.md, session 6.)
 //
 // A block owns BLOCK_M = 4 rows of C and BN = 128 columns; WARPS warps. How the
 // warps split that work follows B's layout:
