@@ -24,8 +24,10 @@ VARIANTS = ["small_m", "small_m:STAGES=3", "small_m:BN=16,WARPS=4", "small_m:BN=
 # (M, N, K, B is a transposed view)
 CASES = [(1, 4096, 4096, False), (1, 4096, 4096, True), (1, 14336, 4096, False), (1, 14336, 4096, True),
          (4, 14336, 4096, False), (8, 4096, 14336, False), (8, 4096, 14336, True), (1, 1024, 4096, False)]
-# --wide: the rows small_m_wide serves (1-4) against B of 8192-14336 columns, both
-# layouts, and two shapes at its 4096-column threshold.
+# --wide: 1-4 rows (small_m_wide's) against B of 8192-14336 columns, both
+# layouts, and two shapes at N = 4096. (Timed this way, as independent calls,
+# these set small_m_wide's threshold at 4096; one product at a time moved it to
+# 12288: adaptive.WIDE_N, benchmarks/NOTES.md, session 6.)
 WIDE_CASES = [(m, n, k, t) for t in (False, True) for m in (1, 2, 3, 4)
               for n, k in ((14336, 4096), (11008, 4096), (8192, 8192))]
 WIDE_CASES += [(1, 4096, 4096, t) for t in (False, True)] + [(4, 4096, 14336, t) for t in (False, True)]
