@@ -4,11 +4,14 @@ compiled launch, in 3 alternating rounds (each side's median round).
     python benchmarks/small_m_ab.py                  # small_m's variants (session 5)
     python benchmarks/small_m_ab.py --wide small_m small_m_wide small_m_wide:U=2
                                                      # M 1-4 against wide B (session 6)
+    python benchmarks/small_m_ab.py --one-at-a-time --cases 1,4096,4096,T -- small_m
+                                                     # chosen shapes, each call chained
 
 A variant is written as for benchmarks/explore.py ("small_m:STAGES=3",
 "small_m_wide:WARPS=16,U=1"). CUDA only. Results: benchmarks/NOTES.md.
 """
 
+import argparse
 import os
 import sys
 
@@ -33,22 +36,35 @@ WIDE_CASES = [(m, n, k, t) for t in (False, True) for m in (1, 2, 3, 4)
 WIDE_CASES += [(1, 4096, 4096, t) for t in (False, True)] + [(4, 4096, 14336, t) for t in (False, True)]
 
 
+def parse_case(text: str) -> tuple[int, int, int, bool]:
+    """M,N,K or M,N,K,T (T: B is a transposed view)."""
+    parts = text.split(",")
+    return int(parts[0]), int(parts[1]), int(parts[2]), parts[3:] == ["T"]
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("variants", nargs="*", default=VARIANTS)
+    parser.add_argument("--wide", action="store_true", help="the 1-4-row cases against wide B")
+    parser.add_argument("--cases", nargs="+", type=parse_case, help="M,N,K[,T] instead")
+    parser.add_argument("--one-at-a-time", action="store_true",
+                        help="each call waits for the previous one (timing.one_at_a_time)")
+    args = parser.parse_args()
     if device.backend() != device.CUDA:
         print("needs MLX's CUDA backend")
         return 1
-    args = sys.argv[1:]
-    cases = WIDE_CASES if "--wide" in args else CASES
-    variants = [a for a in args if a != "--wide"] or VARIANTS
+    cases = args.cases or (WIDE_CASES if args.wide else CASES)
     calls = {v: (lambda spec: mx.compile(lambda x, y: ops.launch(spec, x, y)))(parse_variant(v)[1])
-             for v in variants}
+             for v in args.variants}
+    calls["mx.matmul"] = mx.matmul
     for m, n, k, transposed in cases:
         a, w = accuracy.random_operands((m, k), (n, k) if transposed else (k, n))
         mx.eval(a, w)
         b = mx.swapaxes(w, -1, -2) if transposed else w
-        medians = timing.alternating_medians(
-            {"mx.matmul": lambda: mx.matmul(a, b), **{v: (lambda v=v: calls[v](a, b)) for v in variants}})
-        for v in variants:
+        timed = {name: timing.one_at_a_time(call, a, b) if args.one_at_a_time
+                 else (lambda call=call: call(a, b)) for name, call in calls.items()}
+        medians = timing.alternating_medians(timed)
+        for v in args.variants:
             err = bench.sampled_error(calls[v](a, b), a, b)
             if not err < 1e-6:
                 print(f"{v}: error {err:.2e} at {m}x{n}x{k}")

@@ -43,6 +43,11 @@ def find_libnvrtc() -> str | None:
 
 def nvrtc_compile(source: str, name: str = "kernel.cu") -> str:
     """Compile with NVRTC as MLX does; return the log (ptxas report included)."""
+    return nvrtc_compile_ptx(source, name)[0]
+
+
+def nvrtc_compile_ptx(source: str, name: str = "kernel.cu") -> tuple[str, str]:
+    """Compile with NVRTC as MLX does; return the log and the PTX."""
     path = find_libnvrtc()
     if path is None:
         raise FileNotFoundError("libnvrtc not found (pip install nvidia-cuda-nvrtc)")
@@ -73,11 +78,17 @@ def nvrtc_compile(source: str, name: str = "kernel.cu") -> str:
         log = ctypes.create_string_buffer(size.value + 1)
         lib.nvrtcGetProgramLog(prog, log)
         text = log.value.decode(errors="replace")
+        ptx = ""
+        if not status:
+            lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
+            buffer = ctypes.create_string_buffer(size.value + 1)
+            lib.nvrtcGetPTX(prog, buffer)
+            ptx = buffer.value.decode(errors="replace")
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
     if status:
         raise CompileError(f"NVRTC failed to compile {name}:\n{text}")
-    return text
+    return text, ptx
 
 
 def nvcc_compile(source: str, workdir: Path) -> str:

@@ -20,7 +20,7 @@ import pytest
 from mlx_sgemm import adaptive, signatures, sources, specs
 from mlx_sgemm.problem import plan
 
-from .cuda_compilers import find_libnvrtc, nvcc_compile, nvrtc_compile
+from .cuda_compilers import find_libnvrtc, nvcc_compile, nvrtc_compile, nvrtc_compile_ptx
 
 REQUIRED = bool(os.environ.get("MLX_SGEMM_REQUIRE_CUDA_TOOLS"))
 # Every registered stage, and the tile_wgmma variants matmul picks on Hopper.
@@ -128,3 +128,23 @@ def test_a_path_no_include_can_spell_is_inlined(monkeypatch, tmp_path):
         assert sources.include("cuda", "x.cu") == "int x;\n"
     finally:
         sources.read.cache_clear()
+
+
+# The kernels whose every shared-memory access must be compiled as one (ld.shared,
+# st.shared): their pointers into shared memory are derived from the __shared__
+# array, never rounded through an integer. A generic access (PTX ld/st with no
+# state space, SASS LD.E) reaches shared memory too, more slowly: tile_wgmma's B
+# fragments, read that way until session 7, cost 5% at float32 (H200,
+# benchmarks/NOTES.md).
+SHARED_AS_SHARED = ("tile_wgmma", "matmul_tf32_wgmma", "small_m", "small_m_wide")
+GENERIC_ACCESS = re.compile(
+    r"^\s*(?:@!?%p\d+\s+)?((?:ld|st)(?:\.(?!shared|global|param|local|const)\w+)*)\s", re.M)
+
+
+@pytest.mark.parametrize("spec", [s for s in CUDA_SPECS if s.stage in SHARED_AS_SHARED],
+                         ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
+def test_no_generic_memory_accesses(spec):
+    needs(find_libnvrtc() is not None, "libnvrtc (pip install nvidia-cuda-nvrtc)")
+    _, ptx = nvrtc_compile_ptx(full_source(spec))
+    assert ".entry" in ptx, "no PTX came back"
+    assert not GENERIC_ACCESS.findall(ptx), GENERIC_ACCESS.findall(ptx)[:5]

@@ -68,9 +68,14 @@ constexpr int STAGE_FLOATS = A_PARTS * A_FLOATS + B_FLOATS;
 // STAGES x (A's parts, B), starting 1024-byte aligned as the swizzled tiles
 // must: the spec asks MLX for that much dynamic shared memory and 1 KB more
 // (mlx_sgemm/specs.py).
+// The offset is added to the shared array itself, not to its address as an
+// integer: a pointer derived from a __shared__ array stays one the compiler
+// knows is shared, so reads through it are LDS. Rounded through size_t, the
+// B fragments were read with generic loads (LD.E), slower to reach the same
+// memory.
 extern __shared__ float4 smem_float4[];
-float* const smem = reinterpret_cast<float*>(
-    (reinterpret_cast<size_t>(smem_float4) + 1023) / 1024 * 1024);
+float* const smem = reinterpret_cast<float*>(smem_float4) +
+                    (1024 - static_cast<uint32_t>(__cvta_generic_to_shared(smem_float4)) % 1024) % 1024 / 4;
 auto a_part = [&](int kt, int part) {
   return smem + (kt % STAGES) * STAGE_FLOATS + part * A_FLOATS;
 };
