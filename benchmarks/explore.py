@@ -36,9 +36,10 @@ def parse_variant(text: str) -> tuple[str, specs.KernelSpec]:
         "tile_async": specs.cuda_pipelined,
         "tile_wgmma": specs.cuda_wgmma,
         "small_m": lambda _stage, **kwargs: specs.cuda_small_m(**kwargs),
+        "small_m_wide": lambda _stage, **kwargs: specs.cuda_small_m_wide(**kwargs),
     }
     if stage in builders and device.backend() == device.CUDA:
-        # Its shared memory follows from the template: rebuild it from the builder.
+        # Its shared memory or threadgroup follows from the template: rebuild it from the builder.
         kwargs = {}
         for change in filter(None, changes.split(",")):
             key, _, value = change.partition("=")

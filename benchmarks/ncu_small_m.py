@@ -4,8 +4,9 @@ each evaluated alone, for Nsight Compute: kernel time and DRAM bytes per call.
     ncu --cache-control none --clock-control none \
         --metrics dram__bytes_read.sum,gpu__time_duration.sum \
         python benchmarks/ncu_small_m.py 4 14336 4096
+        python benchmarks/ncu_small_m.py 1 4096 4096 T     # x @ W.T
 
-(M N K; benchmarks/NOTES.md, session 6: why the shape suite's loop flatters
+(M N K, and T for B as a transposed view; benchmarks/NOTES.md, session 6: why the shape suite's loop flatters
 cuBLAS on this shape.) CUDA only.
 """
 import os, sys
@@ -13,6 +14,8 @@ os.environ["MLX_ENABLE_TF32"] = "0"
 import mlx.core as mx
 from mlx_sgemm import accuracy, ops
 m, n, k = [int(x) for x in sys.argv[1:4]]
-a, b = accuracy.random_operands((m, k), (k, n)); mx.eval(a, b)
+transposed = sys.argv[4:5] == ["T"]
+a, w = accuracy.random_operands((m, k), (n, k) if transposed else (k, n)); mx.eval(a, w)
+b = mx.swapaxes(w, -1, -2) if transposed else w
 for _ in range(5): mx.eval(mx.matmul(a, b))
 for _ in range(5): mx.eval(ops.matmul(a, b))
