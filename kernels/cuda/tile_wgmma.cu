@@ -153,6 +153,7 @@ if (warpgroup == 0) {
   });
   if (!(probe == 0.0f)) saw_non_finite = 1;
   __syncthreads();  // with the consumers' below: saw_non_finite is final
+  __syncthreads();  // with the consumers' before the staged stores (the ring is theirs)
 } else {
   sgemm::registers_increase<CONSUMER_REGISTERS>();
   // This thread's rows of B^T (columns of C) in the fragments: consumer
@@ -225,14 +226,30 @@ if (warpgroup == 0) {
   if (!(probe == 0.0f)) saw_non_finite = 1;
   __syncthreads();
 
-  // acc[4j + e] is C^T's (n0 + 8 (e / 2), 8j + 2 tg + e % 2). Where the
-  // block's operands hold an Inf or NaN, each output is recomputed with FMAs.
+  // acc[4j + e] is C^T's (n0 + 8 (e / 2), 8j + 2 tg + e % 2): a thread's
+  // values lie 8 columns apart in C, so stored as they are each takes a
+  // 4-byte store. Where the tile is whole, each consumer warpgroup first
+  // writes its 64 columns of C to the (now idle) ring, then stores whole rows
+  // in 16-byte pieces. Where the block's operands hold an Inf or NaN, each
+  // output is recomputed with FMAs.
   const bool exact = SPLIT && saw_non_finite;
+  const bool staged = !exact && t.row0 + BM <= t.M && t.col0 + BN <= t.N && t.ldc % 4 == 0 &&
+                      sgemm::is_16_byte_aligned(t.C);
+  // Row stride 68 floats: the 4 row pairs (2 tg) of one store land 8 banks apart.
+  constexpr int LD = 64 + 4;
+  static_assert(2 * BM * LD <= STAGES * STAGE_FLOATS, "both warpgroups' columns fit in the ring");
+  float* const staging = smem + (warpgroup - 1) * BM * LD;
+  const int local_col = n0 - (warpgroup - 1) * 64;
 #pragma unroll
   for (int j = 0; j < BM / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int row = t.row0 + 8 * j + 2 * tg + e % 2, col = t.col0 + n0 + 8 * (e / 2);
+      const int r = 8 * j + 2 * tg + e % 2, n = 8 * (e / 2);
+      if (staged) {
+        staging[r * LD + local_col + n] = acc[4 * j + e];
+        continue;
+      }
+      const int row = t.row0 + r, col = t.col0 + n0 + n;
       if (row >= t.M || col >= t.N) continue;
       float v = acc[4 * j + e];
       if (exact) {
@@ -240,6 +257,16 @@ if (warpgroup == 0) {
         for (int k = 0; k < t.K; ++k) v = fmaf(t.A(row, k), t.B(k, col), v);
       }
       t.C[row * t.ldc + col] = v;
+    }
+  }
+  __syncthreads();  // with the producer's second: the staged columns are written
+  if (staged) {
+    float* const c_cols = t.C + t.row0 * t.ldc + t.col0 + (warpgroup - 1) * 64;
+#pragma unroll 4
+    for (int i = tid; i < BM * 16; i += 128) {
+      const int r = i / 16, c4 = 4 * (i % 16);
+      *reinterpret_cast<float4*>(c_cols + r * t.ldc + c4) =
+          *reinterpret_cast<const float4*>(staging + r * LD + c4);
     }
   }
 }
