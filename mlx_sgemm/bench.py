@@ -5,9 +5,11 @@ runs after warm-up (:mod:`mlx_sgemm.timing`), GFLOP/s, the ratio to
 ``mx.matmul`` at the same precision, measured in the same process, and (on
 sizes up to 8192^3) the error against float64.
 
-On CUDA, ``mx.matmul``'s precision is fixed per process by MLX_ENABLE_TF32. The
-benchmark runs with TF32 off (cuBLAS SGEMM: the float32 baseline) and times the
-TF32 baseline (cuBLAS's default) in a child process with it on.
+Each kernel is timed side by side with ``mx.matmul`` at its precision, in the
+same process, in alternating rounds. On CUDA, ``mx.matmul``'s precision is
+fixed per process by MLX_ENABLE_TF32: the benchmark runs with TF32 off (cuBLAS
+SGEMM: the float32 baseline), and times ``matmul(precision="tf32")`` beside
+cuBLAS's TF32 in a child process with it on.
 """
 
 from __future__ import annotations
@@ -95,32 +97,48 @@ def kernel_function(kernel: str, precision: str):
     return mx.matmul if kernel == BASELINE else ops.op_by_name(kernel, precision)
 
 
-def _time_one(fn, a, b, repeats: int, error: bool):
-    seconds = timing.median_seconds(lambda: fn(a, b), repeats=repeats)
-    err = sampled_error(fn(a, b), a, b) if error else None
-    return seconds, err
+# Each shape's kernels and its mx.matmul are timed in alternating rounds, each
+# kernel's time its median round: a drift of the GPU's clock (it runs at its
+# power limit on big products) or of the host then lands on both sides of a
+# ratio, not on whichever ran later.
+ROUNDS = 3
 
 
-def tf32_baseline_seconds(shapes, repeats: int) -> dict[tuple[int, int, int], tuple[float, float | None]]:
-    """mx.matmul with TF32 on, timed in a child process (MLX reads the flag once)."""
-    code = (
-        "import json,sys; from mlx_sgemm import bench; "
-        "print(json.dumps(bench._baseline_in_this_process(json.loads(sys.argv[1]), int(sys.argv[2]))))"
-    )
-    env = dict(os.environ, MLX_ENABLE_TF32="1")
-    out = subprocess.run([sys.executable, "-c", code, json.dumps(shapes), str(repeats)],
-                         env=env, capture_output=True, text=True, check=True).stdout
-    return {tuple(s): (t, e) for s, t, e in json.loads(out.strip().splitlines()[-1])}
+def side_by_side(kernels: list[str], precision: str, a: mx.array, b: mx.array, repeats: int,
+                 error: bool) -> dict[str, tuple[float, float | None]]:
+    """(seconds, error) of mx.matmul and of each of ``kernels`` at ``precision``
+    on ``a @ b``, timed in alternating rounds in this process."""
+    fns = {BASELINE: mx.matmul, **{k: kernel_function(k, precision) for k in kernels}}
+    medians = timing.alternating_medians(
+        {name: (lambda fn=fn: fn(a, b)) for name, fn in fns.items()}, rounds=ROUNDS, repeats=repeats)
+    return {name: (medians[name], sampled_error(fn(a, b), a, b) if error else None)
+            for name, fn in fns.items()}
 
 
-def _baseline_in_this_process(shapes, repeats):
-    results = []
+def _side_by_side_shapes(shapes, kernels, precision, repeats):
+    """side_by_side on each (M, N, K) in ``shapes``, as JSON-ready rows."""
+    rows = []
     for m, n, k in shapes:
         a, b = accuracy.random_operands((m, k), (k, n))
         mx.eval(a, b)
-        t, e = _time_one(mx.matmul, a, b, repeats, m * n * k <= ERROR_MAX_WORK)
-        results.append([[m, n, k], t, e])
-    return results
+        timed = side_by_side(kernels, precision, a, b, repeats, m * n * k <= ERROR_MAX_WORK)
+        rows.append([[m, n, k], {name: list(te) for name, te in timed.items()}])
+    return rows
+
+
+def tf32_side_by_side(shapes, kernels: list[str], repeats: int) -> dict[tuple[int, int, int], dict]:
+    """side_by_side at TF32 in a child process with MLX_ENABLE_TF32=1: there
+    mx.matmul is cuBLAS's TF32 (MLX reads the flag once per process)."""
+    code = (
+        "import json,sys; from mlx_sgemm import bench; "
+        "print(json.dumps(bench._side_by_side_shapes(json.loads(sys.argv[1]), json.loads(sys.argv[2]),"
+        " 'tf32', int(sys.argv[3]))))"
+    )
+    env = dict(os.environ, MLX_ENABLE_TF32="1")
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(shapes), json.dumps(kernels), str(repeats)],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    return {tuple(s): {name: tuple(te) for name, te in timed.items()}
+            for s, timed in json.loads(out.strip().splitlines()[-1])}
 
 
 def measure(
@@ -131,47 +149,42 @@ def measure(
     peak: peaks.DevicePeak | None = None,
     progress: bool = True,
 ) -> list[Measurement]:
-    """Time ``kernels`` (and mx.matmul) on every (M, N, K) in ``shapes``."""
+    """Time ``kernels`` (and mx.matmul) on every (M, N, K) in ``shapes``: each
+    precision's kernels side by side with mx.matmul at that precision."""
     from tqdm import tqdm
 
     backend = device.backend()
     peak = peak or device_peak()
     name, version = device.name(), mx.__version__
     date = datetime.date.today().isoformat()
-    # Which precisions really differ: TF32 exists on CUDA only.
+    # Which precisions really differ: TF32 exists on CUDA only, and only the
+    # adaptive matmul takes a precision.
     precisions = [p for p in precisions if p == "float32" or backend == device.CUDA]
-    tf32_base = {}
-    if "tf32" in precisions:
-        tf32_base = tf32_baseline_seconds([list(s) for s in shapes], repeats)
-    jobs = [(s, BASELINE, "float32") for s in shapes]
-    for s in shapes:
-        for kernel in kernels:
-            for p in precisions if kernel == "matmul" else ["float32"]:
-                jobs.append((s, kernel, p))
-    results, base_seconds, operands = [], {}, {}
-    for (m, n, k), kernel, precision in tqdm(jobs, desc="bench", disable=not progress, unit="run"):
-        if (m, n, k) not in operands:
-            operands.clear()  # one problem's operands alive at a time
-            operands[(m, n, k)] = accuracy.random_operands((m, k), (k, n))
-            mx.eval(operands[(m, n, k)])
-        a, b = operands[(m, n, k)]
-        seconds, err = _time_one(kernel_function(kernel, precision), a, b, repeats,
-                                 m * n * k <= ERROR_MAX_WORK)
-        if kernel == BASELINE:
-            base_seconds[(m, n, k)] = seconds
-        baseline = base_seconds[(m, n, k)] if precision == "float32" else tf32_base[(m, n, k)][0]
+    float32_kernels = [k for k in kernels if k != "matmul" or "float32" in precisions]
+    tf32_kernels = [k for k in kernels if k == "matmul"] if "tf32" in precisions else []
+    tf32 = tf32_side_by_side([list(s) for s in shapes], tf32_kernels, repeats) if "tf32" in precisions else {}
+
+    results = []
+
+    def record(m, n, k, kernel, precision, seconds, err, baseline):
         rate = timing.gflops(m, n, k, seconds)
         results.append(Measurement(
             name, version, date, backend, kernel, precision, m, n, k, seconds, rate,
-            100 * rate / peak.fp32_gflops if peak.fp32_gflops else None,
-            baseline / seconds, err,
+            100 * rate / peak.fp32_gflops if peak.fp32_gflops else None, baseline / seconds, err,
         ))
-    for (m, n, k), (seconds, err) in tf32_base.items():
-        rate = timing.gflops(m, n, k, seconds)
-        results.append(Measurement(
-            name, version, date, backend, BASELINE, "tf32", m, n, k, seconds, rate,
-            100 * rate / peak.fp32_gflops if peak.fp32_gflops else None, 1.0, err,
-        ))
+
+    for m, n, k in tqdm(shapes, desc="bench", disable=not progress, unit="shape"):
+        a, b = accuracy.random_operands((m, k), (k, n))  # one problem's operands alive at a time
+        mx.eval(a, b)
+        timed = side_by_side(float32_kernels, "float32", a, b, repeats, m * n * k <= ERROR_MAX_WORK)
+        base = timed[BASELINE][0]
+        for kernel, (seconds, err) in timed.items():
+            record(m, n, k, kernel, "float32", seconds, err, base)
+        del a, b
+        if (m, n, k) in tf32:
+            base = tf32[(m, n, k)][BASELINE][0]
+            for kernel, (seconds, err) in tf32[(m, n, k)].items():
+                record(m, n, k, kernel, "tf32", seconds, err, base)
     return results
 
 

@@ -13,7 +13,7 @@ case "$1" in
     timeout 150 python3 examples/digits_mlp.py > "$OUT/digits.log" 2>&1; tail -12 "$OUT/digits.log"
     ;;
   bench)
-    timeout 240 python3 -m mlx_sgemm bench --quiet --out "$OUT/bench" > "$OUT/bench.log" 2>&1
+    timeout 500 python3 -m mlx_sgemm bench --quiet --out "$OUT/bench" > "$OUT/bench.log" 2>&1
     tail -45 "$OUT/bench.log"
     for precision in float32 tf32; do
       timeout 120 python3 benchmarks/shape_suite.py --precision $precision \
