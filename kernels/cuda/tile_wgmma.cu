@@ -32,7 +32,8 @@
 // products' width is BM, so a short C wastes no tensor work.
 // Named barriers pass the stages: FULL(s) when the producer has filled stage s,
 // EMPTY(s) when the consumers' products that read it are done. The producer
-// gives back registers it does not need, the consumers take them.
+// gives back registers it does not need, the consumers take them. At the end
+// the ring is idle: the consumers stage C's columns there and store whole rows.
 //
 // SPLIT (float32 accuracy): small*big + big*small + big*big per k8 step, into
 // a fresh accumulator per k-tile that the FP32 units add to the running sum
