@@ -108,6 +108,7 @@ def test_stage_reports_backend(stage):
 def test_new_shapes_compile_nothing_new():
     from mlx_sgemm import registry
 
+    start = registry.created()  # what earlier tests in this process compiled
     for stage in STAGES:
         getattr(mlx_sgemm, stage)(*accuracy.random_operands((9, 10), (10, 11)))
     before = registry.created()
@@ -115,5 +116,5 @@ def test_new_shapes_compile_nothing_new():
         for stage in STAGES:
             mx.eval(getattr(mlx_sgemm, stage)(*accuracy.random_operands((m, 5), (5, m + 1))))
     assert registry.created() == before
-    # Every stage's kernel, plus what matmul (tested above) may have compiled.
-    assert before <= len(specs.STAGES) + len(adaptive.variants(mlx_sgemm.backend()))
+    # At most every stage's kernel, plus what matmul may choose among.
+    assert before - start <= len(specs.STAGES) + len(adaptive.variants(mlx_sgemm.backend()))

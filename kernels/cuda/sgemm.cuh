@@ -341,6 +341,27 @@ __device__ inline void store4_clipped(
   if (c + 3 < cols) dst[3] = v.w;
 }
 
+// The small-M kernels' last step: `slots` partial sums of the block's C, each
+// BLOCK_M x BN floats row-major, one after another in shared memory, added in
+// order (the same order every run) and the block's first `rows` rows stored.
+template <int BLOCK_M, int BN, int THREADS>
+__device__ inline void store_slot_sums(const Tile& t, const float* slots, int used, int rows) {
+  const bool c_aligned = t.ldc % 4 == 0 && is_16_byte_aligned(t.C);
+  for (int i = threadIdx.x; i < rows * BN / 4; i += THREADS) {
+    const float4* s = reinterpret_cast<const float4*>(slots) + i;
+    float4 sum = s[0];
+    for (int q = 1; q < used; ++q) {
+      const float4 v = s[q * BLOCK_M * BN / 4];
+      sum.x += v.x;
+      sum.y += v.y;
+      sum.z += v.z;
+      sum.w += v.w;
+    }
+    store4_clipped(t.C, t.ldc, t.row0 + i / (BN / 4), t.col0 + 4 * (i % (BN / 4)), t.M, t.N,
+                   c_aligned, sum);
+  }
+}
+
 // A compile-time bool as a type, for main loops compiled once per runtime case
 // (as LayoutTag does for layouts): with_flag(x, f) runs f(BoolTag<x>{}).
 template <bool V>

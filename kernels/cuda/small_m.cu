@@ -275,18 +275,4 @@ sgemm::with_rows_of_c<BLOCK_M>(rows, [&](auto rows_of_c) {
 
 // The block's sums: its slots, added in order, stored.
 __syncthreads();
-const int used_slots = b_col_major ? PARTS : ROW_SLOTS;
-const bool c_aligned = t.ldc % 4 == 0 && sgemm::is_16_byte_aligned(t.C);
-for (int i = threadIdx.x; i < rows * BN / 4; i += THREADS) {
-  const float4* s = reinterpret_cast<const float4*>(smem) + i;
-  float4 sum = s[0];
-  for (int q = 1; q < used_slots; ++q) {
-    const float4 v = s[q * BLOCK_M * BN / 4];
-    sum.x += v.x;
-    sum.y += v.y;
-    sum.z += v.z;
-    sum.w += v.w;
-  }
-  sgemm::store4_clipped(t.C, t.ldc, t.row0 + i / (BN / 4), t.col0 + 4 * (i % (BN / 4)), t.M, t.N,
-                        c_aligned, sum);
-}
+sgemm::store_slot_sums<BLOCK_M, BN, THREADS>(t, smem, b_col_major ? PARTS : ROW_SLOTS, rows);

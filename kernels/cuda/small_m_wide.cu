@@ -174,20 +174,8 @@ sgemm::with_rows_of_c<BLOCK_M>(rows, [&](auto rows_of_c) {
   else row_major(rows_of_c);
 });
 
-// The block's results: row-major, the warps' partial sums added in order.
+// The block's results: row-major, the warps' partial sums added in order
+// (column-major: the block's results, in the first slot).
 __syncthreads();
-const bool c_aligned = t.ldc % 4 == 0 && sgemm::is_16_byte_aligned(t.C);
-for (int i = threadIdx.x; i < rows * BN / 4; i += THREADS) {
-  const int r = i / (BN / 4), l = i % (BN / 4);
-  float4 s = sums[0][r][l];
-  if (!b_col_major) {
-    for (int w = 1; w < WARPS; ++w) {
-      const float4 v = sums[w][r][l];
-      s.x += v.x;
-      s.y += v.y;
-      s.z += v.z;
-      s.w += v.w;
-    }
-  }
-  sgemm::store4_clipped(t.C, t.ldc, t.row0 + r, t.col0 + 4 * l, t.M, t.N, c_aligned, s);
-}
+sgemm::store_slot_sums<BLOCK_M, BN, THREADS>(t, reinterpret_cast<const float*>(sums),
+                                             b_col_major ? 1 : WARPS, rows);
