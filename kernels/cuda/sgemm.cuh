@@ -341,6 +341,17 @@ __device__ inline void store4_clipped(
   if (c + 3 < cols) dst[3] = v.w;
 }
 
+// A small-M block launched with a grid, thread count or shared memory that its
+// template disagrees with would leave parts of C unwritten: it writes NaN over
+// its tile instead, which no check can miss.
+template <int BLOCK_M, int BN>
+__device__ inline void write_nan_tile(const Tile& t) {
+  for (int i = threadIdx.x; i < BLOCK_M * BN; i += blockDim.x) {
+    const int r = t.row0 + i / BN, col = t.col0 + i % BN;
+    if (r < t.M && col < t.N) t.C[r * t.ldc + col] = __int_as_float(0x7fc00000);
+  }
+}
+
 // The small-M kernels' last step: `slots` partial sums of the block's C, each
 // BLOCK_M x BN floats row-major, one after another in shared memory, added in
 // order (the same order every run) and the block's first `rows` rows stored.

@@ -93,15 +93,11 @@ float* const smem = reinterpret_cast<float*>(smem_float4);
 const sgemm::Tile t = sgemm::locate_tile(
     BLOCK_M, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
 
-// The grid, thread count and shared memory come from the spec: a spec whose
-// template disagrees with them would leave parts of C unwritten, so it writes
-// NaN instead, which no check can miss.
+// The grid, thread count and shared memory come from the spec; one that
+// disagrees with this template gets NaN, not a partly written C.
 if (blockDim.x != THREADS || params[sgemm::P_TILES_N] != (t.N + BN - 1) / BN ||
     sgemm::dynamic_shared_bytes() < SHARED_BYTES) {
-  for (int i = threadIdx.x; i < BLOCK_M * BN; i += blockDim.x) {
-    const int r = t.row0 + i / BN, col = t.col0 + i % BN;
-    if (r < t.M && col < t.N) t.C[r * t.ldc + col] = __int_as_float(0x7fc00000);
-  }
+  sgemm::write_nan_tile<BLOCK_M, BN>(t);
   return;
 }
 

@@ -41,13 +41,10 @@ __shared__ float4 sums[WARPS][BLOCK_M][BN / 4];
 const sgemm::Tile t = sgemm::locate_tile(
     BLOCK_M, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
 
-// A spec whose grid or threads disagree with this template would leave parts
-// of C unwritten: it writes NaN instead, which no check can miss.
+// The grid and thread count come from the spec; one that disagrees with this
+// template gets NaN, not a partly written C.
 if (blockDim.x != THREADS || params[sgemm::P_TILES_N] != (t.N + BN - 1) / BN) {
-  for (int i = threadIdx.x; i < BLOCK_M * BN; i += blockDim.x) {
-    const int r = t.row0 + i / BN, col = t.col0 + i % BN;
-    if (r < t.M && col < t.N) t.C[r * t.ldc + col] = __int_as_float(0x7fc00000);
-  }
+  sgemm::write_nan_tile<BLOCK_M, BN>(t);
   return;
 }
 
