@@ -115,14 +115,21 @@ def side_by_side(kernels: list[str], precision: str, a: mx.array, b: mx.array, r
             for name, fn in fns.items()}
 
 
+def side_by_side_on(shape, kernels: list[str], precision: str, repeats: int):
+    """side_by_side on fresh random operands of one (M, N, K), the error
+    measured up to ERROR_MAX_WORK; the operands are freed on return."""
+    m, n, k = shape
+    a, b = accuracy.random_operands((m, k), (k, n))
+    mx.eval(a, b)
+    return side_by_side(kernels, precision, a, b, repeats, m * n * k <= ERROR_MAX_WORK)
+
+
 def _side_by_side_shapes(shapes, kernels, precision, repeats):
-    """side_by_side on each (M, N, K) in ``shapes``, as JSON-ready rows."""
+    """side_by_side_on each (M, N, K) in ``shapes``, as JSON-ready rows."""
     rows = []
-    for m, n, k in shapes:
-        a, b = accuracy.random_operands((m, k), (k, n))
-        mx.eval(a, b)
-        timed = side_by_side(kernels, precision, a, b, repeats, m * n * k <= ERROR_MAX_WORK)
-        rows.append([[m, n, k], {name: list(te) for name, te in timed.items()}])
+    for shape in shapes:
+        timed = side_by_side_on(shape, kernels, precision, repeats)
+        rows.append([list(shape), {name: list(te) for name, te in timed.items()}])
     return rows
 
 
@@ -161,8 +168,9 @@ def measure(
     # adaptive matmul takes a precision.
     precisions = [p for p in precisions if p == "float32" or backend == device.CUDA]
     float32_kernels = [k for k in kernels if k != "matmul" or "float32" in precisions]
-    tf32_kernels = [k for k in kernels if k == "matmul"] if "tf32" in precisions else []
-    tf32 = tf32_side_by_side([list(s) for s in shapes], tf32_kernels, repeats) if "tf32" in precisions else {}
+    tf32 = {}
+    if "tf32" in precisions:
+        tf32 = tf32_side_by_side([list(s) for s in shapes], [k for k in kernels if k == "matmul"], repeats)
 
     results = []
 
@@ -173,18 +181,14 @@ def measure(
             100 * rate / peak.fp32_gflops if peak.fp32_gflops else None, baseline / seconds, err,
         ))
 
-    for m, n, k in tqdm(shapes, desc="bench", disable=not progress, unit="shape"):
-        a, b = accuracy.random_operands((m, k), (k, n))  # one problem's operands alive at a time
-        mx.eval(a, b)
-        timed = side_by_side(float32_kernels, "float32", a, b, repeats, m * n * k <= ERROR_MAX_WORK)
-        base = timed[BASELINE][0]
-        for kernel, (seconds, err) in timed.items():
-            record(m, n, k, kernel, "float32", seconds, err, base)
-        del a, b
-        if (m, n, k) in tf32:
-            base = tf32[(m, n, k)][BASELINE][0]
-            for kernel, (seconds, err) in tf32[(m, n, k)].items():
-                record(m, n, k, kernel, "tf32", seconds, err, base)
+    for shape in tqdm(shapes, desc="bench", disable=not progress, unit="shape"):
+        timed_by_precision = {"float32": side_by_side_on(shape, float32_kernels, "float32", repeats)}
+        if tuple(shape) in tf32:
+            timed_by_precision["tf32"] = tf32[tuple(shape)]
+        for precision, timed in timed_by_precision.items():
+            base = timed[BASELINE][0]
+            for kernel, (seconds, err) in timed.items():
+                record(*shape, kernel, precision, seconds, err, base)
     return results
 
 
