@@ -167,22 +167,35 @@ if (warpgroup == 0) {
   sgemm::with_layout(t.B, [&](auto b_layout) {
     using BTile = sgemm::SmemTile<decltype(b_layout)::value, BK, BN>;
     float part[BM / 2] = {};
+    constexpr int STEPS = BK / 8;  // k8 steps a k-tile
+    // B^T's fragments, a set per k8 step (layout: sgemm::wgmma_tf32).
+    uint32_t big[STEPS][4], small[STEPS][4];
     for (int kt = 0; kt < k_tiles; ++kt) {
       sgemm::barrier_sync(full(kt), THREADS);
 #pragma unroll
-      for (int s = 0; s < BK / 8; ++s) {
-        // B^T's fragments for this k8 step (layout: sgemm::wgmma_tf32).
-        uint32_t big[4], small[4];
+      for (int s = 0; s < STEPS; ++s) {
+        if (IN_FLIGHT) {
+          // A wgmma reads its register operand asynchronously: until a
+          // wait_group covers the product, those registers must not be
+          // written (PTX ISA, wgmma.mma_async). Each step is a group of its
+          // own, so step s's registers are free once no more than the STEPS
+          // - 1 groups after k-tile kt - 1's step s are running. (Waiting
+          // per k-tile, the next k-tile's fragments went into registers that
+          // products still queued had yet to read: one warpgroup's columns
+          // off by up to 4% in 40 of 40 calls once B came by TMA, rarely
+          // without; benchmarks/NOTES.md, session 8.)
+          sgemm::wgmma_wait<STEPS - 1>();
+        }
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const float x = BTile::at(b_tile(kt), 8 * s + tg + 4 * (e / 2), n0 + 8 * (e % 2));
           if (SPLIT) {
             float xb, xs;
             sgemm::split_tf32_fast(x, xb, xs, probe);
-            big[e] = __float_as_uint(xb);
-            small[e] = __float_as_uint(xs);
+            big[s][e] = __float_as_uint(xb);
+            small[s][e] = __float_as_uint(xs);
           } else {
-            big[e] = __float_as_uint(x);
+            big[s][e] = __float_as_uint(x);
           }
         }
         sgemm::wgmma_fence();
@@ -192,30 +205,30 @@ if (warpgroup == 0) {
           // The small cross terms first, big * big last (as sgemm::mma_3xtf32):
           // the tensor cores' truncating adds then cost at most one rounding
           // of the big product's size (a K = 1 product: <= 3 ulp in all).
-          sgemm::wgmma_tf32<BM>(part, small, a_big, s > 0);
+          sgemm::wgmma_tf32<BM>(part, small[s], a_big, s > 0);
           sgemm::wgmma_tf32<BM>(
-              part, big, sgemm::wgmma_descriptor<ATile>(a_part(kt, A_PARTS - 1) + k8), true);
-          sgemm::wgmma_tf32<BM>(part, big, a_big, true);
+              part, big[s], sgemm::wgmma_descriptor<ATile>(a_part(kt, A_PARTS - 1) + k8), true);
+          sgemm::wgmma_tf32<BM>(part, big[s], a_big, true);
         } else {
-          sgemm::wgmma_tf32<BM>(acc, big, a_big, true);
+          sgemm::wgmma_tf32<BM>(acc, big[s], a_big, true);
         }
+        if (IN_FLIGHT) sgemm::wgmma_commit();
       }
-      sgemm::wgmma_commit();
-      // SPLIT: all 12 products' fragment registers stay live until they
-      // complete, so waiting every k-tile is what the registers allow (waiting
-      // every 2 k-tiles made ptxas serialize the products: too few registers;
-      // waiting per k8 step with the sum folded every 2 k-tiles gained nothing:
-      // benchmarks/NOTES.md). IN_FLIGHT (TF32): this k-tile's products keep
-      // the tensor cores busy through the next k-tile's barrier and fragment
-      // loads, and the stage given back is the previous k-tile's.
-      int done = kt;  // the k-tile whose products are now complete
-      if (IN_FLIGHT) {
-        sgemm::wgmma_wait<1>();
-        done = kt - 1;
-      } else {
+      // The k-tile whose products are done; its stage goes back (while the
+      // producer has k-tiles left to copy). IN_FLIGHT (TF32): the products
+      // keep the tensor cores busy through the next k-tile's barrier and
+      // fragment loads; the wait before the last step's fragments (above)
+      // saw k-tile kt - 1's done. Otherwise the k-tile's products are waited
+      // for here: with SPLIT all 12 products' fragment registers stay live
+      // until they complete, so waiting every k-tile is what the registers
+      // allow (waiting every 2 k-tiles made ptxas serialize the products: too
+      // few registers; waiting per k8 step with the sum folded every 2
+      // k-tiles gained nothing: benchmarks/NOTES.md).
+      const int done = IN_FLIGHT ? kt - 1 : kt;
+      if (!IN_FLIGHT) {
+        sgemm::wgmma_commit();
         sgemm::wgmma_wait<0>();
       }
-      // The producer waits for this only while it has k-tiles left to copy.
       if (done >= 0 && done + STAGES < k_tiles) sgemm::barrier_arrive(empty(done), THREADS);
       if (SPLIT) {
 #pragma unroll
