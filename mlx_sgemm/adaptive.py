@@ -37,10 +37,11 @@ _HOPPER_TF32 = specs.cuda_wgmma("matmul_tf32_wgmma", SPLIT=False)
 # TF32's 256-row blocks (every product of more than 128 rows): one k-tile's
 # products in flight across the next one's barrier, one k-tile of copies
 # ahead (with 2 the ring had a stage too few). H200, same process, two runs:
-# 287 / 301 -> 302 / 318 TFLOP/s at 4096^3, 299 / 288 -> 313 / 305 at 8192^3
-# (benchmarks/NOTES.md).
+# 287 / 301 -> 302 / 318 TFLOP/s at 4096^3, 299 / 288 -> 313 / 305 at 8192^3.
+# Copies by TMA: run for seconds at the power limit, 277 -> 286 TFLOP/s at
+# 4096^3, 308 -> 318 at 8192^3 (benchmarks/NOTES.md, session 8).
 _HOPPER_TF32_TALL = specs.cuda_wgmma(
-    "matmul_tf32_wgmma", SPLIT=False, BM=256, IN_FLIGHT=True, LOOKAHEAD=1)
+    "matmul_tf32_wgmma", SPLIT=False, BM=256, IN_FLIGHT=True, LOOKAHEAD=1, TMA=1)
 # tile_wgmma's block heights: C's rows up to 32 or 64 take a narrower block,
 # whose products are only that wide (no tensor work on rows C does not have).
 # TF32 goes up to 256 (one accumulator leaves room for it; half the L2 reads
@@ -201,7 +202,7 @@ def candidates(backend: str, precision: str, p: Plan) -> list[Launch]:
             for stages, group_m in ((deepest - 1, 8), (deepest, 4), (deepest, 16)):
                 add(specs.cuda_wgmma(base.stage, SPLIT=float32, STAGES=stages, GROUP_M=group_m,
                                      BM=base.block_m, IN_FLIGHT=t["IN_FLIGHT"],
-                                     LOOKAHEAD=t["LOOKAHEAD"]), splits)
+                                     LOOKAHEAD=t["LOOKAHEAD"], TMA=t["TMA"]), splits)
         add(_without_wgmma(precision))
         if p.M <= 4 * SMALL_M:
             add(specs.spec("small_m", backend))

@@ -16,8 +16,8 @@ from typing import Callable
 
 import mlx.core as mx
 
-from . import adaptive, device, registry, specs, tuning
-from .problem import Plan, check_operand, plan
+from . import adaptive, device, registry, specs, tensormap, tuning
+from .problem import TENSOR_MAPS, Plan, check_operand, plan
 
 _poison = False
 
@@ -62,15 +62,32 @@ def kernel_call(spec: specs.KernelSpec, p: Plan, k_splits: int = 1):
     """The kernel object, its ``params`` input and the launch's shape arguments
     for one (kernel, problem, split): what a call of the kernel object needs
     besides the operands (benchmarks/call_overhead.py calls it bare)."""
+    params, shape_args = launch_arguments(spec, p, k_splits)
+    return registry.kernel(spec), _params_array(tuple(params)), shape_args
+
+
+def launch_arguments(spec: specs.KernelSpec, p: Plan, k_splits: int = 1) -> tuple[list[int], dict]:
+    """``params`` (as a list) and the kernel object's shape arguments (outputs,
+    grid, threadgroup, template) for one (kernel, problem, split)."""
+    output_shapes = [p.kernel_out_shape(k_splits)]
+    params = p.params(spec.block_m, spec.block_n, k_splits)
+    grid = p.grid(spec.block_m, spec.block_n, spec.threadgroup, k_splits)
+    if spec.tensor_maps:
+        # A's and B's maps for the TMA, and a slot for each block's copies of
+        # them, from the first 128-byte boundary of the output (tile_wgmma.cu) on.
+        assert len(params) <= TENSOR_MAPS, "the batch shape runs into the tensor maps"
+        a_map = tensormap.swizzled_rows(p.M, p.K, spec.block_m)
+        b_map = tensormap.swizzled_rows(p.K, p.N, dict(spec.template)["BK"])
+        params += [0] * (TENSOR_MAPS - len(params)) + list(a_map) + list(b_map)
+        output_shapes.append((2 * tensormap.WORDS * (grid[0] // spec.threadgroup[0]) + tensormap.WORDS,))
     shape_args = dict(
-        output_shapes=[p.kernel_out_shape(k_splits)],
-        output_dtypes=[mx.float32],
-        grid=p.grid(spec.block_m, spec.block_n, spec.threadgroup, k_splits),
+        output_shapes=output_shapes,
+        output_dtypes=[mx.float32] * len(output_shapes),
+        grid=grid,
         threadgroup=spec.threadgroup,
         template=list(spec.template) or None,
     )
-    params = p.params(spec.block_m, spec.block_n, k_splits)
-    return registry.kernel(spec), _params_array(tuple(params)), shape_args
+    return params, shape_args
 
 
 @functools.lru_cache(maxsize=4096)
@@ -102,9 +119,9 @@ def _launcher(spec: specs.KernelSpec, a_shape: tuple, b_shape: tuple, k_splits: 
             if "c_in" in named:
                 named["c_in"] = as_kernel_output(named["c_in"], p, stream)
             inputs = [named[name] for name in spec.input_names]
-        (c,) = kernel(
+        c = kernel(  # c, and for a TMA kernel its blocks' tensor maps (not used after)
             inputs=inputs, **shape_args, init_value=float("nan") if _poison else None, stream=stream,
-        )
+        )[0]
         if k_splits > 1:
             c = mx.sum(c, axis=0, stream=stream)
         return c.reshape(out_shape, stream=stream) if out_shape is not None else c

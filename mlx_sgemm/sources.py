@@ -60,13 +60,15 @@ def include(backend: str, filename: str) -> str:
 
 
 @functools.cache
-def digest(backend: str, *filenames: str) -> str:
-    """A short hash of the files' contents. Kernels that include their files
-    carry it in their name: MLX keeps compiled CUDA kernels on disk under the
-    kernel's name and source, and an edited file must not find the old build."""
+def digest(backend: str, *filenames: str, extra: str = "") -> str:
+    """A short hash of the files' contents (and of ``extra``). Kernels that
+    include their files carry it in their name: MLX keeps compiled CUDA kernels
+    on disk under the kernel's name and source, and an edited file must not
+    find the old build."""
     h = hashlib.sha256()
     for filename in filenames:
         h.update(read(backend, filename).encode())
+    h.update(extra.encode())
     return h.hexdigest()[:12]
 
 

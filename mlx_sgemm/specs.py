@@ -46,13 +46,20 @@ class KernelSpec:
     # Input names, in order. Every kernel reads a, b and params; a fused
     # alpha/beta kernel also reads c_in and scalars.
     inputs: tuple[str, ...] = INPUT_NAMES
+    # Output names: c, and for kernels that copy by TMA a 2 x 128-byte slot per
+    # block for its tensor maps ("maps"; kernels/cuda/tile_wgmma.cu).
+    outputs: tuple[str, ...] = OUTPUT_NAMES
 
     @property
     def name(self) -> str:
         """The kernel's name for MLX. A CUDA kernel includes its files by path
-        (:meth:`compiled_source`), so its name carries their digest."""
+        (:meth:`compiled_source`), so its name carries their digest, and that
+        of its macros: MLX builds one module per name, and two specs of one
+        stage with other macros (TMA's clusters, say) must not share it (the
+        second would run with the first's macros)."""
         if self.backend == "cuda":
-            return f"sgemm_{self.stage}_{sources.digest(self.backend, sources.HEADERS[self.backend], self.source_file)}"
+            files = (sources.HEADERS[self.backend], self.source_file)
+            return f"sgemm_{self.stage}_{sources.digest(self.backend, *files, extra=self._defines())}"
         return f"sgemm_{self.stage}"
 
     @property
@@ -61,7 +68,13 @@ class KernelSpec:
 
     @property
     def output_names(self) -> tuple[str, ...]:
-        return OUTPUT_NAMES
+        return self.outputs
+
+    @property
+    def tensor_maps(self) -> bool:
+        """Whether the kernel reads tensor maps of A and B from ``params``
+        (mlx_sgemm/tensormap.py) and writes its copies of them to ``maps``."""
+        return "maps" in self.outputs
 
     def source(self) -> str:
         """The kernel body as written (MLX writes the signature around it)."""
@@ -126,7 +139,7 @@ def cuda_pipelined(
 
 def cuda_wgmma(
     stage: str = "tile_wgmma", *, SPLIT: bool = True, STAGES: int | None = None, BK: int = 32,
-    GROUP_M: int = 8, LOOKAHEAD: int = 2, BM: int = 128, IN_FLIGHT: bool = False,
+    GROUP_M: int = 8, LOOKAHEAD: int = 2, BM: int = 128, IN_FLIGHT: bool = False, TMA: int = 0,
 ) -> KernelSpec:
     """Hopper (sm_90a): a producer warpgroup feeding 2 consumer warpgroups of
     wgmma m64nBM products through a ring of STAGES shared-memory stages, BM x 128
@@ -134,7 +147,10 @@ def cuda_wgmma(
     STAGES defaults to what fits in the 227 KB an H100/H200 block may have (at
     BM = 128: 4 with SPLIT, A's big and small parts and B; 6 without). LOOKAHEAD: k-tiles of copies in flight behind the one
     the producer hands over (< STAGES). IN_FLIGHT (TF32 only): one k-tile's
-    products stay in flight across the next k-tile's barrier."""
+    products stay in flight across the next k-tile's barrier. TMA (TF32 only):
+    the TMA copies what the tensor maps describe (row-major operands)."""
+    if TMA not in (0, 1) or (TMA and SPLIT):
+        raise ValueError(f"TMA must be 0 or 1, and 0 with SPLIT (3xTF32 splits A on its way in), got TMA={TMA}")
     bm, bn = BM, 128
     a_floats = bm * BK  # sgemm::SwizzledTile: no padding (BK = 32: 128-byte rows)
     stage_floats = (2 if SPLIT else 1) * a_floats + _smem_tile_floats(BK, bn)
@@ -143,11 +159,14 @@ def cuda_wgmma(
     return KernelSpec(
         stage, "cuda", "tile_wgmma.cu", (384, 1, 1), bm, bn,
         (("BM", bm), ("BN", bn), ("BK", BK), ("STAGES", STAGES), ("SPLIT", SPLIT),
-         ("GROUP_M", GROUP_M), ("LOOKAHEAD", LOOKAHEAD), ("IN_FLIGHT", bool(IN_FLIGHT))),
+         ("GROUP_M", GROUP_M), ("LOOKAHEAD", LOOKAHEAD), ("IN_FLIGHT", bool(IN_FLIGHT)),
+         ("TMA", int(TMA))),
         shared_memory=STAGES * stage_floats * 4 + 1024,  # + room to align the ring to 1 KB
         # One block per SM: the cap (65536 / 384 registers at entry) is what the
         # warpgroups' setmaxnreg redistributes.
         min_blocks=1,
+        outputs=("c", "maps") if TMA else OUTPUT_NAMES,
+        defines=(("SGEMM_TENSOR_MAPS", 1),) if TMA else (),
     )
 
 

@@ -35,6 +35,18 @@
 // gives back registers it does not need, the consumers take them. At the end
 // the ring is idle: the consumers stage C's columns there and store whole rows.
 //
+// TMA (TF32 only): the producer's copies are the TMA's (sgemm::tma_load_2d):
+// one thread asks for A's tile and B's 4 panels of each k-tile (B then lies in
+// 128-byte-swizzled panels, sgemm::SwizzledPanels), and the consumers wait for
+// their bytes on a transaction barrier of the stage (`loaded`). Why: TF32
+// runs at the power limit, where every instruction and L2 request costs
+// clock; cp.async took ~500 producer instructions a k-tile and a request per
+// 16 bytes. Operands the tensor maps do not describe
+// (transposed views, other strides, a map the host could not make) are copied
+// as without TMA. H200, 8192^3 run for seconds (benchmarks/power.py): 308
+// TFLOP/s with cp.async, 318 with TMA (benchmarks/NOTES.md, session 8, also
+// for A multicast to pairs of blocks: faster still, not kept).
+//
 // SPLIT (float32 accuracy): small*big + big*small + big*big per k8 step, into
 // a fresh accumulator per k-tile that the FP32 units add to the running sum
 // (the tensor cores' accumulation rounds toward zero: see warp_tile_mma). The
@@ -59,6 +71,7 @@ static_assert(BM <= 128 || !SPLIT, "3xTF32 keeps 2 accumulators: 256 rows would 
 static_assert(2 * STAGES + 1 < 16, "named barriers 1..15");
 static_assert(LOOKAHEAD >= 1 && LOOKAHEAD < STAGES, "k-tiles in flight behind the one handed over");
 static_assert(!IN_FLIGHT || !SPLIT, "3xTF32 adds each k-tile's products to the sum once they are done");
+static_assert(!TMA || !SPLIT, "3xTF32 splits A in the producer's hands: cp.async");
 
 using ATile = sgemm::SwizzledTile<BM, BK>;
 constexpr int A_FLOATS = ATile::FLOATS;
@@ -90,7 +103,41 @@ const sgemm::Tile t = sgemm::locate_tile<GROUP_M>(
     BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
 const int k_tiles = (t.K + BK - 1) / BK;
 const int warpgroup = threadIdx.x / 128;
-if (threadIdx.x == 0) saw_non_finite = 0;
+
+// TMA: which operands the host's tensor maps describe (row-major, rows K
+// (A) or N (B) apart, 16-byte aligned); this block's copies of the maps, with
+// its operands' addresses, go to its slots in the `maps` output.
+__shared__ __align__(8) uint64_t loaded[STAGES];  // stage s's TMA bytes have landed
+__shared__ __align__(128) uint4 map_scratch[8];
+const int32_t* const a_map_words = params + sgemm::P_TENSOR_MAPS;
+const int32_t* const b_map_words = a_map_words + sgemm::TENSOR_MAP_WORDS;
+const bool a_tma = TMA && t.A.cs == 1 && t.A.rs == params[sgemm::P_K] &&
+                   t.A.vectorizes<sgemm::ROW_MAJOR>() && sgemm::has_tensor_map(a_map_words);
+const bool b_tma = TMA && t.B.cs == 1 && t.B.rs == params[sgemm::P_N] &&
+                   t.B.vectorizes<sgemm::ROW_MAJOR>() && sgemm::has_tensor_map(b_map_words);
+const bool uses_tma = a_tma || b_tma;
+#if defined(SGEMM_TENSOR_MAPS)
+// A tensor map must be 64-byte aligned, which MLX does not promise for an
+// output: the slots start at the first 128-byte boundary (the host adds room).
+float* const a_map = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(maps) + 127) / 128 * 128) +
+                     2 * sgemm::TENSOR_MAP_WORDS * blockIdx.x;
+#else
+float* const a_map = nullptr;
+#endif
+float* const b_map = a_map + sgemm::TENSOR_MAP_WORDS;
+if (threadIdx.x < 32) {  // one warp, the one whose thread 0 will copy
+  // The maps point at this batch entry's operands from k = 0 (split-K blocks
+  // copy from k0 on).
+  if (a_tma) sgemm::make_tensor_map(a_map, map_scratch, a_map_words, t.A.p - t.k0);
+  if (b_tma) sgemm::make_tensor_map(b_map, map_scratch, b_map_words, t.B.p - t.k0 * t.B.rs);
+}
+if (threadIdx.x == 0) {
+  saw_non_finite = 0;
+  if (uses_tma) {
+    for (int s = 0; s < STAGES; ++s) sgemm::mbarrier_init(&loaded[s], 1);
+    sgemm::mbarrier_init_fence();
+  }
+}
 __syncthreads();
 float probe = 0.0f;  // NaN once this thread has seen an Inf or NaN
 
@@ -101,14 +148,15 @@ if (warpgroup == 0) {
   sgemm::registers_decrease<PRODUCER_REGISTERS>();
   sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) {
     constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
-    using BTile = sgemm::SmemTile<BL, BK, BN>;
+    // With TMA a row-major B lies in the TMA's swizzled panels, however it is copied.
+    constexpr bool PANELS = TMA && BL == sgemm::ROW_MAJOR;
     // Tiles wholly inside their operand (all but the edge blocks and a last
     // partial k-tile) are copied by a plan made once (sgemm::CopyPlan).
     const bool a_whole = AL == sgemm::ROW_MAJOR && t.row0 + BM <= t.M &&
                          t.A.vectorizes<sgemm::ROW_MAJOR>();
     const bool b_whole = t.col0 + BN <= t.N && t.B.vectorizes<BL>();
     const auto a_plan = sgemm::CopyPlan::of<ATile, 128>(t.A, t.row0, 0, BK * t.A.cs);
-    const auto b_plan = sgemm::CopyPlan::of<BTile, 128>(t.B, 0, t.col0, BK * t.B.rs);
+    const auto b_plan = sgemm::CopyPlan::of<sgemm::SmemTile<BL, BK, BN>, 128>(t.B, 0, t.col0, BK * t.B.rs);
     // Iteration kt starts the copy of k-tile kt and hands over k-tile kt -
     // LOOKAHEAD: that many k-tiles' copies stay in flight behind it.
     for (int kt = 0; kt < k_tiles + LOOKAHEAD; ++kt) {
@@ -116,12 +164,36 @@ if (warpgroup == 0) {
         // Stage kt % STAGES is free once the products of k-tile kt - STAGES are done.
         if (kt >= STAGES) sgemm::barrier_sync(empty(kt), THREADS);
         const bool whole_k = (kt + 1) * BK <= t.K;
-        if (a_whole && whole_k) {
+        if (uses_tma && threadIdx.x == 0) {
+          // Zeros outside the operands, as the copies below; a box's bytes
+          // count in full even where it overhangs.
+          uint64_t* const bar = &loaded[kt % STAGES];
+          const int k = t.k0 + kt * BK;
+          sgemm::mbarrier_arrive_expect_bytes(bar, 4 * ((a_tma ? A_FLOATS : 0) + (b_tma ? BK * BN : 0)));
+          if (a_tma) sgemm::tma_load_2d(a_part(kt, 0), a_map, k, t.row0, bar);
+          if (b_tma) {
+#pragma unroll
+            for (int p = 0; p < BN / 32; ++p) {
+              sgemm::tma_load_2d(b_tile(kt) + p * BK * 32, b_map, t.col0 + 32 * p, k, bar);
+            }
+          }
+        }
+        if (a_tma) {
+          // copied above
+        } else if (a_whole && whole_k) {
           a_plan.copy<A_FLOATS / 4 / 128>(a_part(kt, 0), kt);
         } else {
           sgemm::cp_async_swizzled_tile<BM, BK, 128, AL>(a_part(kt, 0), t.A, t.row0, kt * BK);
         }
-        if (b_whole && whole_k) {
+        if constexpr (PANELS) {
+          if (!b_tma) {  // a B the map does not describe (rare): its panels one by one
+#pragma unroll 1
+            for (int p = 0; p < BN / 32; ++p) {
+              sgemm::cp_async_swizzled_tile<BK, 32, 128, BL>(b_tile(kt) + p * BK * 32, t.B, kt * BK,
+                                                             t.col0 + 32 * p);
+            }
+          }
+        } else if (b_whole && whole_k) {
           b_plan.copy<BK * BN / 4 / 128>(b_tile(kt), kt);
         } else {
           sgemm::cp_async_tile<BK, BN, 128, BL>(b_tile(kt), t.B, kt * BK, t.col0);
@@ -158,20 +230,37 @@ if (warpgroup == 0) {
 } else {
   sgemm::registers_increase<CONSUMER_REGISTERS>();
   // This thread's rows of B^T (columns of C) in the fragments: consumer
-  // warpgroup w has columns 64 w.., its warp rows 16 (warp % 4).. of those.
+  // warpgroup w has columns 64 w.., its warp rows r0 = 16 (warp % 4) + g and
+  // r0 + 8 of those, which are columns r0 and r0 + 8 of the 64; with B in TMA
+  // panels, the ones SwizzledPanels::fragment_column reads without bank
+  // conflicts.
   const int tid = threadIdx.x % 128, lane = tid % 32, g = lane / 4, tg = lane % 4;
-  const int n0 = (warpgroup - 1) * 64 + (tid / 32) * 16 + g;
+  const int r0 = (tid / 32) * 16 + g, wg_col = (warpgroup - 1) * 64;
+  const bool panels = TMA && t.B.layout() == sgemm::ROW_MAJOR;
+  auto column = [&](int r) { return panels ? sgemm::SwizzledPanels<BK, BN>::fragment_column(r) : r; };
   float acc[BM / 2] = {};
   // Compiled per layout of B and inlined: wgmma products must not be split by
   // a function call (ptxas then serializes them).
   sgemm::with_layout(t.B, [&](auto b_layout) {
-    using BTile = sgemm::SmemTile<decltype(b_layout)::value, BK, BN>;
+    constexpr sgemm::Layout BL = decltype(b_layout)::value;
+    constexpr bool PANELS = TMA && BL == sgemm::ROW_MAJOR;
+    using BTile = typename sgemm::Choose<PANELS, sgemm::SwizzledPanels<BK, BN>,
+                                         sgemm::SmemTile<BL, BK, BN>>::type;
+    // B^T's rows r0 and r0 + 8 (fragment registers e % 2 = 0, 1).
+    const int n_of[2] = {wg_col + (PANELS ? sgemm::SwizzledPanels<BK, BN>::fragment_column(r0) : r0),
+                         wg_col + (PANELS ? sgemm::SwizzledPanels<BK, BN>::fragment_column(r0 + 8) : r0 + 8)};
     float part[BM / 2] = {};
     constexpr int STEPS = BK / 8;  // k8 steps a k-tile
     // B^T's fragments, a set per k8 step (layout: sgemm::wgmma_tf32).
     uint32_t big[STEPS][4], small[STEPS][4];
+    // The stage of k-tile `done` goes back (while the producer has k-tiles
+    // left to copy).
+    auto release = [&](int done) {
+      if (done + STAGES < k_tiles) sgemm::barrier_arrive(empty(done), THREADS);
+    };
     for (int kt = 0; kt < k_tiles; ++kt) {
       sgemm::barrier_sync(full(kt), THREADS);
+      if (uses_tma) sgemm::mbarrier_wait(&loaded[kt % STAGES], (kt / STAGES) % 2);
 #pragma unroll
       for (int s = 0; s < STEPS; ++s) {
         if (IN_FLIGHT) {
@@ -188,7 +277,7 @@ if (warpgroup == 0) {
         }
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const float x = BTile::at(b_tile(kt), 8 * s + tg + 4 * (e / 2), n0 + 8 * (e % 2));
+          const float x = BTile::at(b_tile(kt), 8 * s + tg + 4 * (e / 2), n_of[e % 2]);
           if (SPLIT) {
             float xb, xs;
             sgemm::split_tf32_fast(x, xb, xs, probe);
@@ -214,22 +303,21 @@ if (warpgroup == 0) {
         }
         if (IN_FLIGHT) sgemm::wgmma_commit();
       }
-      // The k-tile whose products are done; its stage goes back (while the
-      // producer has k-tiles left to copy). IN_FLIGHT (TF32): the products
-      // keep the tensor cores busy through the next k-tile's barrier and
-      // fragment loads; the wait before the last step's fragments (above)
-      // saw k-tile kt - 1's done. Otherwise the k-tile's products are waited
-      // for here: with SPLIT all 12 products' fragment registers stay live
-      // until they complete, so waiting every k-tile is what the registers
-      // allow (waiting every 2 k-tiles made ptxas serialize the products: too
-      // few registers; waiting per k8 step with the sum folded every 2
-      // k-tiles gained nothing: benchmarks/NOTES.md).
-      const int done = IN_FLIGHT ? kt - 1 : kt;
-      if (!IN_FLIGHT) {
+      // IN_FLIGHT (TF32): the products keep the tensor cores busy through the
+      // next k-tile's barrier and fragment loads; the wait before the last
+      // step's fragments (above) saw k-tile kt - 1's done. Otherwise the
+      // k-tile's products are waited for here: with SPLIT all 12 products'
+      // fragment registers stay live until they complete, so waiting every
+      // k-tile is what the registers allow (waiting every 2 k-tiles made
+      // ptxas serialize the products: too few registers; waiting per k8 step
+      // with the sum folded every 2 k-tiles gained nothing: benchmarks/NOTES.md).
+      if (IN_FLIGHT) {
+        if (kt >= 1) release(kt - 1);
+      } else {
         sgemm::wgmma_commit();
         sgemm::wgmma_wait<0>();
+        release(kt);
       }
-      if (done >= 0 && done + STAGES < k_tiles) sgemm::barrier_arrive(empty(done), THREADS);
       if (SPLIT) {
 #pragma unroll
         for (int i = 0; i < BM / 2; ++i) acc[i] += part[i];
@@ -240,7 +328,7 @@ if (warpgroup == 0) {
   if (!(probe == 0.0f)) saw_non_finite = 1;
   __syncthreads();
 
-  // acc[4j + e] is C^T's (n0 + 8 (e / 2), 8j + 2 tg + e % 2): a thread's
+  // acc[4j + e] is C^T's (r0 + 8 (e / 2), 8j + 2 tg + e % 2): a thread's
   // values lie 8 columns apart in C, so stored as they are each takes a
   // 4-byte store. Where the tile is whole, each consumer warpgroup first
   // writes its 64 columns of C to the (now idle) ring, then stores whole rows
@@ -249,21 +337,22 @@ if (warpgroup == 0) {
   const bool exact = SPLIT && saw_non_finite;
   const bool staged = !exact && t.row0 + BM <= t.M && t.col0 + BN <= t.N && t.ldc % 4 == 0 &&
                       sgemm::is_16_byte_aligned(t.C);
-  // Row stride 68 floats: the 4 row pairs (2 tg) of one store land 8 banks apart.
+  // Row stride 68 floats: the 4 row pairs (2 tg) of one store land 8 banks
+  // apart (2-way conflicts with B in TMA panels, whose columns are not in order).
   constexpr int LD = 64 + 4;
   static_assert(2 * BM * LD <= STAGES * STAGE_FLOATS, "both warpgroups' columns fit in the ring");
   float* const staging = smem + (warpgroup - 1) * BM * LD;
-  const int local_col = n0 - (warpgroup - 1) * 64;
+  const int local_cols[2] = {column(r0), column(r0 + 8)};  // of the warpgroup's 64
 #pragma unroll
   for (int j = 0; j < BM / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int r = 8 * j + 2 * tg + e % 2, n = 8 * (e / 2);
+      const int r = 8 * j + 2 * tg + e % 2, local_col = local_cols[e / 2];
       if (staged) {
-        staging[r * LD + local_col + n] = acc[4 * j + e];
+        staging[r * LD + local_col] = acc[4 * j + e];
         continue;
       }
-      const int row = t.row0 + r, col = t.col0 + n0 + n;
+      const int row = t.row0 + r, col = t.col0 + wg_col + local_col;
       if (row >= t.M || col >= t.N) continue;
       float v = acc[4 * j + e];
       if (exact) {
