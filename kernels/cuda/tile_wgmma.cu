@@ -178,12 +178,12 @@ if (warpgroup == 0) {
             }
           }
         }
-        if (a_tma) {
-          // copied above
-        } else if (a_whole && whole_k) {
-          a_plan.copy<A_FLOATS / 4 / 128>(a_part(kt, 0), kt);
-        } else {
-          sgemm::cp_async_swizzled_tile<BM, BK, 128, AL>(a_part(kt, 0), t.A, t.row0, kt * BK);
+        if (!a_tma) {
+          if (a_whole && whole_k) {
+            a_plan.copy<A_FLOATS / 4 / 128>(a_part(kt, 0), kt);
+          } else {
+            sgemm::cp_async_swizzled_tile<BM, BK, 128, AL>(a_part(kt, 0), t.A, t.row0, kt * BK);
+          }
         }
         if constexpr (PANELS) {
           if (!b_tma) {  // a B the map does not describe (rare): its panels one by one
@@ -238,6 +238,7 @@ if (warpgroup == 0) {
   const int r0 = (tid / 32) * 16 + g, wg_col = (warpgroup - 1) * 64;
   const bool panels = TMA && t.B.layout() == sgemm::ROW_MAJOR;
   auto column = [&](int r) { return panels ? sgemm::SwizzledPanels<BK, BN>::fragment_column(r) : r; };
+  const int cols[2] = {column(r0), column(r0 + 8)};  // of the warpgroup's 64: fragment rows r0, r0 + 8
   float acc[BM / 2] = {};
   // Compiled per layout of B and inlined: wgmma products must not be split by
   // a function call (ptxas then serializes them).
@@ -247,8 +248,7 @@ if (warpgroup == 0) {
     using BTile = typename sgemm::Choose<PANELS, sgemm::SwizzledPanels<BK, BN>,
                                          sgemm::SmemTile<BL, BK, BN>>::type;
     // B^T's rows r0 and r0 + 8 (fragment registers e % 2 = 0, 1).
-    const int n_of[2] = {wg_col + (PANELS ? sgemm::SwizzledPanels<BK, BN>::fragment_column(r0) : r0),
-                         wg_col + (PANELS ? sgemm::SwizzledPanels<BK, BN>::fragment_column(r0 + 8) : r0 + 8)};
+    const int n_of[2] = {wg_col + cols[0], wg_col + cols[1]};
     float part[BM / 2] = {};
     constexpr int STEPS = BK / 8;  // k8 steps a k-tile
     // B^T's fragments, a set per k8 step (layout: sgemm::wgmma_tf32).
@@ -342,12 +342,11 @@ if (warpgroup == 0) {
   constexpr int LD = 64 + 4;
   static_assert(2 * BM * LD <= STAGES * STAGE_FLOATS, "both warpgroups' columns fit in the ring");
   float* const staging = smem + (warpgroup - 1) * BM * LD;
-  const int local_cols[2] = {column(r0), column(r0 + 8)};  // of the warpgroup's 64
 #pragma unroll
   for (int j = 0; j < BM / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int r = 8 * j + 2 * tg + e % 2, local_col = local_cols[e / 2];
+      const int r = 8 * j + 2 * tg + e % 2, local_col = cols[e / 2];
       if (staged) {
         staging[r * LD + local_col] = acc[4 * j + e];
         continue;
