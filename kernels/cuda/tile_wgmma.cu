@@ -44,8 +44,10 @@
 // 16 bytes. Operands the tensor maps do not describe
 // (transposed views, other strides, a map the host could not make) are copied
 // as without TMA. H200, 8192^3 run for seconds (benchmarks/power.py): 308
-// TFLOP/s with cp.async, 318 with TMA (benchmarks/NOTES.md, session 8, also
-// for A multicast to pairs of blocks: faster still, not kept).
+// TFLOP/s with cp.async, 318 with TMA (benchmarks/NOTES.md, session 8). A
+// multicast to pairs of blocks (thread-block clusters) is faster still, but
+// MLX's CUDA graphs run a custom kernel's compiled-in cluster shape into other
+// kernels (session 9; benchmarks/experiments/tma-pairs.patch).
 //
 // SPLIT (float32 accuracy): small*big + big*small + big*big per k8 step, into
 // a fresh accumulator per k-tile that the FP32 units add to the running sum
