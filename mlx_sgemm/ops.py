@@ -76,9 +76,12 @@ def launch_arguments(spec: specs.KernelSpec, p: Plan, k_splits: int = 1) -> tupl
         # A's and B's maps for the TMA, and a slot for each block's copies of
         # them, from the first 128-byte boundary of the output (tile_wgmma.cu) on.
         assert len(params) <= TENSOR_MAPS, "the batch shape runs into the tensor maps"
+        # B's is of its rows in 32-column panels, B^T's (for a B that is a
+        # transposed view, x @ W.T: W's rows) of whole k-tiles of BN rows.
         a_map = tensormap.swizzled_rows(p.M, p.K, spec.block_m)
         b_map = tensormap.swizzled_rows(p.K, p.N, dict(spec.template)["BK"])
-        params += [0] * (TENSOR_MAPS - len(params)) + list(a_map) + list(b_map)
+        bt_map = tensormap.swizzled_rows(p.N, p.K, spec.block_n)
+        params += [0] * (TENSOR_MAPS - len(params)) + list(a_map) + list(b_map) + list(bt_map)
         output_shapes.append((2 * tensormap.WORDS * (grid[0] // spec.threadgroup[0]) + tensormap.WORDS,))
     shape_args = dict(
         output_shapes=output_shapes,

@@ -44,8 +44,12 @@ LAYOUTS = {
                                                   accuracy.random_operands((1, 1), (k, n))[1]),
     "A transposed": lambda m, n, k: (transposed_view(accuracy.random_operands((m, k), (1, 1))[0]),
                                      accuracy.random_operands((1, 1), (k, n))[1]),
+    # x @ W.T: B^T's rows by TMA, both operands of each product by descriptor.
     "B transposed": lambda m, n, k: (accuracy.random_operands((m, k), (1, 1))[0],
                                      transposed_view(accuracy.random_operands((1, 1), (k, n))[1])),
+    # W's rows k + 12 apart: no map for B^T, its rows by cp.async (same layout).
+    "B transposed, rows apart": lambda m, n, k: (accuracy.random_operands((m, k), (1, 1))[0],
+                                                 accuracy.random_operands((n, k + 12), (1, 1))[0][:, :k].T),
 }
 
 
@@ -65,6 +69,11 @@ def test_tma_batches_broadcasts_and_splits():
     check(spec, a, b, k_splits=3)
     rows, _ = accuracy.random_operands((301, 512), (1, 1))
     check(spec, rows[1:], accuracy.random_operands((1, 1), (512, 260))[1])  # A from a row on
+    # x @ W.T: batched (W broadcast), split along K (B^T's map from k = 0).
+    a, w = accuracy.random_operands((3, 260, 96), (129, 96))
+    check(spec, a, w.T)
+    a, w = accuracy.random_operands((300, 4000), (2048, 4000))
+    check(spec, a, w.T, k_splits=3)
 
 
 def test_products_in_flight_keep_their_fragments():

@@ -38,10 +38,11 @@ def test_params_carry_a_and_b_maps_after_the_batch_shape(monkeypatch):
     monkeypatch.setattr(tensormap, "swizzled_rows", fake)
     p = plan((2, 3, 300, 1000), (1000, 260))
     params, args = ops.launch_arguments(TMA, p, k_splits=2)
-    # A's box: the block's 256 rows; B's: a 32-row k-tile.
-    assert asked == [(300, 1000, 256), (1000, 260, 32)]
-    assert len(params) == TENSOR_MAPS + 2 * tensormap.WORDS
-    assert tuple(params[TENSOR_MAPS:TENSOR_MAPS + 32]) == FAKE_MAP == tuple(params[TENSOR_MAPS + 32:])
+    # A's box: the block's 256 rows; B's: a 32-row k-tile; B^T's: the block's 128 columns.
+    assert asked == [(300, 1000, 256), (1000, 260, 32), (260, 1000, 128)]
+    assert len(params) == TENSOR_MAPS + 3 * tensormap.WORDS
+    for i in range(3):
+        assert tuple(params[TENSOR_MAPS + 32 * i:TENSOR_MAPS + 32 * (i + 1)]) == FAKE_MAP
     blocks = args["grid"][0] // 384
     assert blocks == 2 * 6 * 2 * 3  # splits x batch x tiles_m x tiles_n
     # 128 bytes of room to align the slots (a tensor map needs 64).

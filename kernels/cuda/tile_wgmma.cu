@@ -48,6 +48,10 @@
 // multicast to pairs of blocks (thread-block clusters) is faster still, but
 // MLX's CUDA graphs run a custom kernel's compiled-in cluster shape into other
 // kernels (session 9; benchmarks/experiments/tma-pairs.patch).
+// A B that is a transposed view (x @ W.T, W row-major) is K-major already, as
+// wgmma wants it: the TMA copies B^T's rows (W's) into a SwizzledTile like A's,
+// and both operands of each product are read from shared memory by
+// descriptor (sgemm::wgmma_tf32_ss), with no fragments in registers.
 //
 // SPLIT (float32 accuracy): small*big + big*small + big*big per k8 step, into
 // a fresh accumulator per k-tile that the FP32 units add to the running sum
@@ -112,11 +116,15 @@ const int warpgroup = threadIdx.x / 128;
 __shared__ __align__(8) uint64_t loaded[STAGES];  // stage s's TMA bytes have landed
 __shared__ __align__(128) uint4 map_scratch[8];
 const int32_t* const a_map_words = params + sgemm::P_TENSOR_MAPS;
-const int32_t* const b_map_words = a_map_words + sgemm::TENSOR_MAP_WORDS;
+// B's map: of its rows in 32-column panels if B is row-major, of B^T's rows
+// (K-major) if B is a transposed view (the third map in params).
+const bool b_row_major = t.B.layout() == sgemm::ROW_MAJOR;
+const int32_t* const b_map_words = a_map_words + (b_row_major ? 1 : 2) * sgemm::TENSOR_MAP_WORDS;
 const bool a_tma = TMA && t.A.cs == 1 && t.A.rs == params[sgemm::P_K] &&
                    t.A.vectorizes<sgemm::ROW_MAJOR>() && sgemm::has_tensor_map(a_map_words);
-const bool b_tma = TMA && t.B.cs == 1 && t.B.rs == params[sgemm::P_N] &&
-                   t.B.vectorizes<sgemm::ROW_MAJOR>() && sgemm::has_tensor_map(b_map_words);
+const bool b_tma = TMA && sgemm::has_tensor_map(b_map_words) &&
+                   (b_row_major ? t.B.cs == 1 && t.B.rs == params[sgemm::P_N] && t.B.vectorizes<sgemm::ROW_MAJOR>()
+                                : t.B.rs == 1 && t.B.cs == params[sgemm::P_K] && t.B.vectorizes<sgemm::COL_MAJOR>());
 const bool uses_tma = a_tma || b_tma;
 #if defined(SGEMM_TENSOR_MAPS)
 // A tensor map must be 64-byte aligned, which MLX does not promise for an
@@ -150,8 +158,10 @@ if (warpgroup == 0) {
   sgemm::registers_decrease<PRODUCER_REGISTERS>();
   sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) {
     constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
-    // With TMA a row-major B lies in the TMA's swizzled panels, however it is copied.
+    // With TMA a row-major B lies in the TMA's swizzled panels, and a
+    // transposed view's B^T in a SwizzledTile, however they are copied.
     constexpr bool PANELS = TMA && BL == sgemm::ROW_MAJOR;
+    constexpr bool B_BY_DESCRIPTOR = TMA && BL == sgemm::COL_MAJOR;
     // Tiles wholly inside their operand (all but the edge blocks and a last
     // partial k-tile) are copied by a plan made once (sgemm::CopyPlan).
     const bool a_whole = AL == sgemm::ROW_MAJOR && t.row0 + BM <= t.M &&
@@ -173,11 +183,13 @@ if (warpgroup == 0) {
           const int k = t.k0 + kt * BK;
           sgemm::mbarrier_arrive_expect_bytes(bar, 4 * ((a_tma ? A_FLOATS : 0) + (b_tma ? BK * BN : 0)));
           if (a_tma) sgemm::tma_load_2d(a_part(kt, 0), a_map, k, t.row0, bar);
-          if (b_tma) {
+          if (b_tma && b_row_major) {
 #pragma unroll
             for (int p = 0; p < BN / 32; ++p) {
               sgemm::tma_load_2d(b_tile(kt) + p * BK * 32, b_map, t.col0 + 32 * p, k, bar);
             }
+          } else if (b_tma) {
+            sgemm::tma_load_2d(b_tile(kt), b_map, k, t.col0, bar);  // B^T's BN rows
           }
         }
         if (!a_tma) {
@@ -194,6 +206,11 @@ if (warpgroup == 0) {
               sgemm::cp_async_swizzled_tile<BK, 32, 128, BL>(b_tile(kt) + p * BK * 32, t.B, kt * BK,
                                                              t.col0 + 32 * p);
             }
+          }
+        } else if constexpr (B_BY_DESCRIPTOR) {
+          if (!b_tma) {  // B^T's rows not K apart, say
+            sgemm::cp_async_swizzled_tile<BN, BK, 128, sgemm::ROW_MAJOR>(b_tile(kt), t.B.transposed(), t.col0,
+                                                                        kt * BK);
           }
         } else if (b_whole && whole_k) {
           b_plan.copy<BK * BN / 4 / 128>(b_tile(kt), kt);
@@ -247,8 +264,11 @@ if (warpgroup == 0) {
   sgemm::with_layout(t.B, [&](auto b_layout) {
     constexpr sgemm::Layout BL = decltype(b_layout)::value;
     constexpr bool PANELS = TMA && BL == sgemm::ROW_MAJOR;
-    using BTile = typename sgemm::Choose<PANELS, sgemm::SwizzledPanels<BK, BN>,
-                                         sgemm::SmemTile<BL, BK, BN>>::type;
+    // TMA kernel, B a transposed view: B^T's tile is K-major, read by descriptor.
+    constexpr bool B_BY_DESCRIPTOR = TMA && BL == sgemm::COL_MAJOR;
+    using BTile = typename sgemm::Choose<
+        PANELS, sgemm::SwizzledPanels<BK, BN>,
+        typename sgemm::Choose<B_BY_DESCRIPTOR, sgemm::SwizzledTile<BN, BK>, sgemm::SmemTile<BL, BK, BN>>::type>::type;
     // B^T's rows r0 and r0 + 8 (fragment registers e % 2 = 0, 1).
     const int n_of[2] = {wg_col + cols[0], wg_col + cols[1]};
     float part[BM / 2] = {};
@@ -277,31 +297,38 @@ if (warpgroup == 0) {
           // without; benchmarks/NOTES.md, session 8.)
           sgemm::wgmma_wait<STEPS - 1>();
         }
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float x = BTile::at(b_tile(kt), 8 * s + tg + 4 * (e / 2), n_of[e % 2]);
-          if (SPLIT) {
-            float xb, xs;
-            sgemm::split_tf32_fast(x, xb, xs, probe);
-            big[s][e] = __float_as_uint(xb);
-            small[s][e] = __float_as_uint(xs);
-          } else {
-            big[s][e] = __float_as_uint(x);
-          }
-        }
-        sgemm::wgmma_fence();
         const int k8 = ATile::offset(0, 8 * s);  // the k8 slice of each A part
         const uint64_t a_big = sgemm::wgmma_descriptor<ATile>(a_part(kt, 0) + k8);
-        if (SPLIT) {
-          // The small cross terms first, big * big last (as sgemm::mma_3xtf32):
-          // the tensor cores' truncating adds then cost at most one rounding
-          // of the big product's size (a K = 1 product: <= 3 ulp in all).
-          sgemm::wgmma_tf32<BM>(part, small[s], a_big, s > 0);
-          sgemm::wgmma_tf32<BM>(
-              part, big[s], sgemm::wgmma_descriptor<ATile>(a_part(kt, A_PARTS - 1) + k8), true);
-          sgemm::wgmma_tf32<BM>(part, big[s], a_big, true);
+        if constexpr (B_BY_DESCRIPTOR) {
+          // The warpgroup's 64 rows of B^T, their k8 slice.
+          sgemm::wgmma_fence();
+          const float* const bt = b_tile(kt) + BTile::offset(wg_col, 8 * s);
+          sgemm::wgmma_tf32_ss<BM>(acc, sgemm::wgmma_descriptor<BTile>(bt), a_big, true);
         } else {
-          sgemm::wgmma_tf32<BM>(acc, big[s], a_big, true);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float x = BTile::at(b_tile(kt), 8 * s + tg + 4 * (e / 2), n_of[e % 2]);
+            if (SPLIT) {
+              float xb, xs;
+              sgemm::split_tf32_fast(x, xb, xs, probe);
+              big[s][e] = __float_as_uint(xb);
+              small[s][e] = __float_as_uint(xs);
+            } else {
+              big[s][e] = __float_as_uint(x);
+            }
+          }
+          sgemm::wgmma_fence();
+          if (SPLIT) {
+            // The small cross terms first, big * big last (as sgemm::mma_3xtf32):
+            // the tensor cores' truncating adds then cost at most one rounding
+            // of the big product's size (a K = 1 product: <= 3 ulp in all).
+            sgemm::wgmma_tf32<BM>(part, small[s], a_big, s > 0);
+            sgemm::wgmma_tf32<BM>(
+                part, big[s], sgemm::wgmma_descriptor<ATile>(a_part(kt, A_PARTS - 1) + k8), true);
+            sgemm::wgmma_tf32<BM>(part, big[s], a_big, true);
+          } else {
+            sgemm::wgmma_tf32<BM>(acc, big[s], a_big, true);
+          }
         }
         if (IN_FLIGHT) sgemm::wgmma_commit();
       }
