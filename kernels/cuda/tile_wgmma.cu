@@ -41,17 +41,19 @@
 // their bytes on a transaction barrier of the stage (`loaded`). Why: TF32
 // runs at the power limit, where every instruction and L2 request costs
 // clock; cp.async took ~500 producer instructions a k-tile and a request per
-// 16 bytes. Operands the tensor maps do not describe
-// (transposed views, other strides, a map the host could not make) are copied
-// as without TMA. H200, 8192^3 run for seconds (benchmarks/power.py): 308
-// TFLOP/s with cp.async, 318 with TMA (benchmarks/NOTES.md, session 8). A
-// multicast to pairs of blocks (thread-block clusters) is faster still, but
-// MLX's CUDA graphs run a custom kernel's compiled-in cluster shape into other
-// kernels (session 9; benchmarks/experiments/tma-pairs.patch).
-// A B that is a transposed view (x @ W.T, W row-major) is K-major already, as
-// wgmma wants it: the TMA copies B^T's rows (W's) into a SwizzledTile like A's,
-// and both operands of each product are read from shared memory by
-// descriptor (sgemm::wgmma_tf32_ss), with no fragments in registers.
+// 16 bytes. Operands the tensor maps do not describe (a transposed A, other
+// strides, a map the host could not make) are copied as without TMA. H200,
+// 8192^3 run for seconds (benchmarks/power.py): 308 TFLOP/s with cp.async, 318
+// with TMA (benchmarks/NOTES.md, session 8). A multicast to pairs of blocks
+// (thread-block clusters) is faster still, but MLX's CUDA graphs run a custom
+// kernel's compiled-in cluster shape into other kernels (session 9;
+// benchmarks/experiments/tma-pairs.patch).
+// x @ W.T (B a transposed view of a row-major W) is the exception to "B goes
+// through registers": B^T is then K-major, as wgmma wants it. In the TMA
+// kernel the TMA copies B^T's rows (W's) into a SwizzledTile like A's, and
+// each product reads both operands from shared memory by descriptor
+// (sgemm::wgmma_tf32_ss): no fragment loads. H200, TF32, 2048^3-8192^3:
+// +15-19% (session 9).
 //
 // SPLIT (float32 accuracy): small*big + big*small + big*big per k8 step, into
 // a fresh accumulator per k-tile that the FP32 units add to the running sum
