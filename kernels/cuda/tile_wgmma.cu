@@ -257,7 +257,7 @@ if (warpgroup == 0) {
   // conflicts.
   const int tid = threadIdx.x % 128, lane = tid % 32, g = lane / 4, tg = lane % 4;
   const int r0 = (tid / 32) * 16 + g, wg_col = (warpgroup - 1) * 64;
-  const bool panels = TMA && t.B.layout() == sgemm::ROW_MAJOR;
+  const bool panels = TMA && b_row_major;
   auto column = [&](int r) { return panels ? sgemm::SwizzledPanels<BK, BN>::fragment_column(r) : r; };
   const int cols[2] = {column(r0), column(r0 + 8)};  // of the warpgroup's 64: fragment rows r0, r0 + 8
   float acc[BM / 2] = {};
