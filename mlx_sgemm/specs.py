@@ -208,16 +208,17 @@ _SPECS = {
         KernelSpec("naive", "cuda", "naive.cu", (32, 8, 1), 8, 32),
         KernelSpec("tile_16", "cuda", "tile.cu", (16, 16, 1), 16, 16, (("TILE", 16),)),
         KernelSpec("tile_32", "cuda", "tile.cu", (32, 32, 1), 32, 32, (("TILE", 32),)),
-        # 128 threads x 8x16 outputs each = a 128x128 tile, warp-tiled, k-tiles
+        # 256 threads x 8x16 outputs each = a 128x256 tile, warp-tiled, k-tiles
         # of 8 double-buffered in shared memory, each thread's fragments read a
-        # k ahead (see tile_threads.cu). Capped at 255 registers so 2 blocks
-        # share an SM. H200, 4096^3 / 8192^3: k-tiles of 8 38.7-39.4 / 41.2-41.3
-        # TFLOP/s, of 16 37.3-38.5 / 39.5-39.6 (of 32: 30.2 / 31.0, spills);
-        # 16x8 per thread 38.1-38.3 / 39.6 (benchmarks/NOTES.md).
+        # k ahead (see tile_threads.cu); one block an SM. H200, 4096^3 / 8192^3
+        # (benchmarks/NOTES.md, session 9): 128x256 blocks 40.4 / 43.8 TFLOP/s,
+        # 128x128 blocks of 128 threads, 2 an SM, 37.6 / 40.9; before that, with
+        # 128x128: k-tiles of 16 37.3-38.5 / 39.5-39.6 against 8's 38.7-39.4 /
+        # 41.2-41.3 (of 32: 30.2 / 31.0, spills), 16x8 per thread 38.1-38.3 / 39.6.
         KernelSpec(
-            "tile_threads", "cuda", "tile_threads.cu", (128, 1, 1), 128, 128,
-            (("BM", 128), ("BN", 128), ("BK", 8), ("TM", 8), ("TN", 16)),
-            min_blocks=2,
+            "tile_threads", "cuda", "tile_threads.cu", (256, 1, 1), 128, 256,
+            (("BM", 128), ("BN", 256), ("BK", 8), ("TM", 8), ("TN", 16)),
+            min_blocks=1,
         ),
         # 8 warps, each a 64x32 warp tile of m16n8k8 tensor-core products.
         KernelSpec(

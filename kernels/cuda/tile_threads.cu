@@ -1,5 +1,5 @@
 // Stage 3, tile_threads: register tiling. Each thread computes TM x TN = 8x16
-// outputs of a BM x BN = 128x128 block with 128 threads.
+// outputs of a BM x BN = 128x256 block with 256 threads.
 //
 // Why this shape on NVIDIA: a TM x TN register tile does TM * TN FMAs for every
 // TM + TN values it reads from shared memory (vs. 2 reads per FMA in the tiled
@@ -8,10 +8,13 @@
 // (4 FMAs per value read) would keep shared memory as busy as the FMA units,
 // 8x16 (5.3) leaves it a quarter idle (measured on an H200: 8x16 is 5% faster
 // than 8x8 with everything else equal). 128 accumulators plus operands fit in
-// the 255 registers a thread can have, and 2 blocks (8 warps) share an SM (the
-// spec caps registers there) so that one computes while the other waits at a
-// barrier. Seed 000's 4x4-per-thread, 8x8-thread layout suits the smaller Apple
-// register file; see kernels/metal/tile_threads.metal.
+// the 255 registers a thread can have, so an SM holds 8 warps: one block of
+// 128x256 (the spec's bound), rather than two of 128x128, because the wider
+// block copies fewer k-tile values per FMA (384 per 128 x 256 outputs against
+// 256 per 128 x 128): 7% faster on an H200 and an H100 at 4096^3 and 8192^3
+// (benchmarks/NOTES.md, session 9). Seed 000's 4x4-per-thread, 8x8-thread
+// layout suits the smaller Apple register file; see
+// kernels/metal/tile_threads.metal.
 static_assert(TM % 4 == 0 && TN % 4 == 0, "a thread's rows and columns come in runs of 4");
 constexpr int THREADS = (BM / TM) * (BN / TN);
 
