@@ -1048,6 +1048,21 @@ struct Choose<false, T, F> {
   using type = F;
 };
 
+// How tile_wgmma keeps a k-tile of B (K x N, layout BL) in shared memory. With
+// the TMA (row-major operands described by tensor maps): a row-major B in the
+// TMA's swizzled panels, read into registers as B^T's fragments; a transposed
+// view (x @ W.T) as B^T's BN rows in a SwizzledTile, K-major like A's, read by
+// descriptor. Without: a padded SmemTile in B's own layout, read as fragments.
+// The same whichever way the tile was copied (a B the maps do not describe is
+// copied by cp.async into the same layout).
+template <bool TMA, Layout BL, int BK, int BN>
+struct WgmmaBStage {
+  static constexpr bool PANELS = TMA && BL == ROW_MAJOR;
+  static constexpr bool BY_DESCRIPTOR = TMA && BL == COL_MAJOR;
+  using Tile = typename Choose<PANELS, SwizzledPanels<BK, BN>,
+                               typename Choose<BY_DESCRIPTOR, SwizzledTile<BN, BK>, SmemTile<BL, BK, BN>>::type>::type;
+};
+
 // A compile-time int as a type (as BoolTag for bools): small_m's rows of C.
 template <int N>
 struct IntTag {

@@ -160,10 +160,7 @@ if (warpgroup == 0) {
   sgemm::registers_decrease<PRODUCER_REGISTERS>();
   sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) {
     constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
-    // With TMA a row-major B lies in the TMA's swizzled panels, and a
-    // transposed view's B^T in a SwizzledTile, however they are copied.
-    constexpr bool PANELS = TMA && BL == sgemm::ROW_MAJOR;
-    constexpr bool B_BY_DESCRIPTOR = TMA && BL == sgemm::COL_MAJOR;
+    using BStage = sgemm::WgmmaBStage<TMA, BL, BK, BN>;  // where B's k-tile goes
     // Tiles wholly inside their operand (all but the edge blocks and a last
     // partial k-tile) are copied by a plan made once (sgemm::CopyPlan).
     const bool a_whole = AL == sgemm::ROW_MAJOR && t.row0 + BM <= t.M &&
@@ -201,7 +198,7 @@ if (warpgroup == 0) {
             sgemm::cp_async_swizzled_tile<BM, BK, 128, AL>(a_part(kt, 0), t.A, t.row0, kt * BK);
           }
         }
-        if constexpr (PANELS) {
+        if constexpr (BStage::PANELS) {
           if (!b_tma) {  // a B the map does not describe (rare): its panels one by one
 #pragma unroll 1
             for (int p = 0; p < BN / 32; ++p) {
@@ -209,7 +206,7 @@ if (warpgroup == 0) {
                                                              t.col0 + 32 * p);
             }
           }
-        } else if constexpr (B_BY_DESCRIPTOR) {
+        } else if constexpr (BStage::BY_DESCRIPTOR) {
           if (!b_tma) {  // B^T's rows not K apart, say
             sgemm::cp_async_swizzled_tile<BN, BK, 128, sgemm::ROW_MAJOR>(b_tile(kt), t.B.transposed(), t.col0,
                                                                         kt * BK);
@@ -265,12 +262,8 @@ if (warpgroup == 0) {
   // a function call (ptxas then serializes them).
   sgemm::with_layout(t.B, [&](auto b_layout) {
     constexpr sgemm::Layout BL = decltype(b_layout)::value;
-    constexpr bool PANELS = TMA && BL == sgemm::ROW_MAJOR;
-    // TMA kernel, B a transposed view: B^T's tile is K-major, read by descriptor.
-    constexpr bool B_BY_DESCRIPTOR = TMA && BL == sgemm::COL_MAJOR;
-    using BTile = typename sgemm::Choose<
-        PANELS, sgemm::SwizzledPanels<BK, BN>,
-        typename sgemm::Choose<B_BY_DESCRIPTOR, sgemm::SwizzledTile<BN, BK>, sgemm::SmemTile<BL, BK, BN>>::type>::type;
+    using BStage = sgemm::WgmmaBStage<TMA, BL, BK, BN>;
+    using BTile = typename BStage::Tile;
     // B^T's rows r0 and r0 + 8 (fragment registers e % 2 = 0, 1).
     const int n_of[2] = {wg_col + cols[0], wg_col + cols[1]};
     float part[BM / 2] = {};
@@ -301,7 +294,7 @@ if (warpgroup == 0) {
         }
         const int k8 = ATile::offset(0, 8 * s);  // the k8 slice of each A part
         const uint64_t a_big = sgemm::wgmma_descriptor<ATile>(a_part(kt, 0) + k8);
-        if constexpr (B_BY_DESCRIPTOR) {
+        if constexpr (BStage::BY_DESCRIPTOR) {  // no fragments: both operands by descriptor
           // The warpgroup's 64 rows of B^T, their k8 slice.
           sgemm::wgmma_fence();
           const float* const bt = b_tile(kt) + BTile::offset(wg_col, 8 * s);
