@@ -44,8 +44,11 @@ def main() -> int:
     if device.backend() != device.CUDA:
         print("needs MLX's CUDA backend")
         return 1
-    for m, n, k in [(1, 1024, 4096), (1, 4096, 4096), (128, 1024, 4096)]:
-        a, b = accuracy.random_operands((m, k), (k, n))
+    # (M, N, K, B a transposed view: x @ W.T)
+    for m, n, k, transposed in [(1, 1024, 4096, False), (1, 4096, 4096, False), (1, 4096, 4096, True),
+                                (128, 1024, 4096, False)]:
+        a, b = accuracy.random_operands((m, k), (n, k) if transposed else (k, n))
+        b = b.T if transposed else b
         mx.eval(a, b)
         how = adaptive.chooser("float32")(device.CUDA, plan(a.shape, b.shape))
         kernel, params, shape_args = ops.kernel_call(how.spec, plan(a.shape, b.shape), how.k_splits)
@@ -70,7 +73,7 @@ def main() -> int:
             return x
         wrapped = mx.custom_function(raw)
         stopped = mx.custom_function(lambda x, y: raw(mx.stop_gradient(x), mx.stop_gradient(y)))
-        print(f"== {m}x{n}x{k} ({how.spec.stage}, {device.name()})")
+        print(f"== {m}x{n}x{k}{' W.T' if transposed else ''} ({how.spec.stage}, {device.name()})")
         layers = {
             "mx.matmul": lambda: mx.matmul(a, b),
             "4 no-op nodes": lambda: no_ops(a, b),
