@@ -1,28 +1,43 @@
-"""Find and read the kernel sources under ``kernels/<backend>/``.
+"""Find and read the kernel sources under ``kernels/<backend>/``, and resolve
+their includes.
 
 In a source checkout (or an editable install) the sources sit in ``kernels/`` at the
 top of the repository; an installed wheel carries them as ``mlx_sgemm/kernels/``
 (see ``pyproject.toml``). Both are looked for, the wheel's copy first.
+
+A stage file (``kernels/cuda/tile.cu``, ``kernels/metal/tile.metal``) is a
+kernel body that names the headers it uses with ``#include "sgemm/..."`` lines;
+each header names its own. ``mx.fast.metal_kernel`` / ``mx.fast.cuda_kernel``
+take a body and one header string, so the body is handed over without its
+include lines and the header string is made from them: on CUDA, the same
+includes by absolute path (NVRTC reads the files, and the headers' own
+includes, from disk); on Metal, the headers' text, each file once, dependencies
+first (MLX compiles Metal from the string alone).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import posixpath
 import re
 from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _CANDIDATES = (_PACKAGE_DIR / "kernels", _PACKAGE_DIR.parent / "kernels")
 
-# The one shared header of each backend, handed to MLX as ``header=``.
-HEADERS = {"metal": "sgemm.h", "cuda": "sgemm.cuh"}
+# A file every backend's folder has: how a kernels folder is recognised.
+_MARKER = {"metal": "naive.metal", "cuda": "naive.cu"}
+
+# `#include "file"` on a line of its own (a trailing comment allowed); angle
+# includes (<metal_stdlib>) are the compiler's and stay where they are.
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"\n]+)"[ \t]*(?://[^\n]*)?\n?', re.M)
 
 
 @functools.cache
 def kernels_dir() -> Path:
     for candidate in _CANDIDATES:
-        if (candidate / "cuda" / HEADERS["cuda"]).is_file():
+        if all((candidate / b / f).is_file() for b, f in _MARKER.items()):
             return candidate
     raise FileNotFoundError(
         "mlx_sgemm kernel sources not found; looked in "
@@ -36,8 +51,56 @@ def path(backend: str, filename: str) -> Path:
 
 @functools.cache
 def read(backend: str, filename: str) -> str:
-    """The text of ``kernels/<backend>/<filename>``."""
+    """The text of ``kernels/<backend>/<filename>`` as written."""
     return path(backend, filename).read_text()
+
+
+def includes(backend: str, filename: str) -> tuple[str, ...]:
+    """The files ``filename`` includes with ``#include "..."``, as paths under
+    ``kernels/<backend>/`` (an include is relative to the including file's folder)."""
+    folder = posixpath.dirname(filename)
+    return tuple(
+        posixpath.normpath(posixpath.join(folder, name))
+        for name in _INCLUDE.findall(read(backend, filename))
+    )
+
+
+def without_includes(text: str) -> str:
+    """``text`` with its ``#include "..."`` lines taken out."""
+    return _INCLUDE.sub("", text)
+
+
+@functools.cache
+def closure(backend: str, *filenames: str) -> tuple[str, ...]:
+    """Every file the given files include, directly or not, each once, a file
+    after the files it includes (the order a compiler would meet them in)."""
+    order: list[str] = []
+
+    def visit(name: str, stack: tuple[str, ...]) -> None:
+        if name in order:
+            return
+        if name in stack:
+            raise ValueError(f"kernels/{backend}: include cycle {' -> '.join(stack + (name,))}")
+        for dependency in includes(backend, name):
+            visit(dependency, stack + (name,))
+        order.append(name)
+
+    for filename in filenames:
+        for dependency in includes(backend, filename):
+            visit(dependency, (filename,))
+    return tuple(order)
+
+
+def body(backend: str, filename: str) -> str:
+    """A stage file as MLX takes it: the kernel body without its include lines."""
+    return without_includes(read(backend, filename))
+
+
+def headers_text(backend: str, filename: str) -> str:
+    """The text of every header the stage file ``filename`` uses, each once,
+    dependencies first: what stands in for its include lines where the text
+    itself must be handed over (Metal, the CPU harness)."""
+    return "".join(without_includes(read(backend, h)) for h in closure(backend, filename))
 
 
 def include(backend: str, filename: str) -> str:
@@ -46,9 +109,7 @@ def include(backend: str, filename: str) -> str:
     On CUDA, an ``#include`` of the file by its absolute path: NVRTC reads it
     from disk when it compiles. MLX builds the full kernel source from our
     strings on every call and hashes it when it evaluates the call, so their
-    length is a per-call cost: on an H200's host the bare small_m kernel took
-    16.3 us a call with its 26 KB of header and body inlined, 8.5 included
-    (benchmarks/NOTES.md).
+    length is a per-call cost (docs/performance-log.md, "Per-call cost").
     Compile errors then name the real file and line. On Metal (whose kernels
     MLX compiles from the string alone), and for a path an include directive
     cannot spell, the text itself, without comments.
@@ -56,17 +117,18 @@ def include(backend: str, filename: str) -> str:
     where = str(path(backend, filename))
     if backend == "cuda" and not any(c in where for c in '"\\\n'):
         return f'#include "{where}"\n'
-    return for_compiler(read(backend, filename))
+    return for_compiler(without_includes(read(backend, filename)))
 
 
 @functools.cache
 def digest(backend: str, *filenames: str, extra: str = "") -> str:
-    """A short hash of the files' contents (and of ``extra``). Kernels that
-    include their files carry it in their name: MLX keeps compiled CUDA kernels
-    on disk under the kernel's name and source, and an edited file must not
-    find the old build."""
+    """A short hash of the files' contents, of every file they include (and of
+    ``extra``). Kernels that include their files carry it in their name: MLX
+    keeps compiled CUDA kernels on disk under the kernel's name and source, and
+    an edited file must not find the old build."""
     h = hashlib.sha256()
-    for filename in filenames:
+    for filename in closure(backend, *filenames) + filenames:
+        h.update(filename.encode())
         h.update(read(backend, filename).encode())
     h.update(extra.encode())
     return h.hexdigest()[:12]
@@ -81,10 +143,9 @@ def for_compiler(text: str) -> str:
 
     MLX hashes the whole kernel source on every call of a custom kernel (and
     on CUDA builds it anew), so its length is a per-call cost that small
-    products feel: measured on an H200, 45 KB -> 26 KB saved ~4 us a call
-    (benchmarks/NOTES.md); CUDA kernels now include their files instead
-    (:func:`include`). The files under kernels/ keep their comments; a Metal
-    compile error's line numbers refer to this text.
+    products feel (docs/performance-log.md, "Per-call cost"); CUDA kernels
+    include their files instead (:func:`include`). The files under kernels/
+    keep their comments; a Metal compile error's line numbers refer to this text.
     """
     def keep_literals(m: re.Match) -> str:
         token = m.group(0)
@@ -92,7 +153,3 @@ def for_compiler(text: str) -> str:
 
     lines = (line.strip() for line in _LITERALS_AND_COMMENTS.sub(keep_literals, text).splitlines())
     return "\n".join(line for line in lines if line) + "\n"
-
-
-def header(backend: str) -> str:
-    return read(backend, HEADERS[backend])

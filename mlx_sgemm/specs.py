@@ -58,8 +58,8 @@ class KernelSpec:
         stage with other macros (TMA's clusters, say) must not share it (the
         second would run with the first's macros)."""
         if self.backend == "cuda":
-            files = (sources.HEADERS[self.backend], self.source_file)
-            return f"sgemm_{self.stage}_{sources.digest(self.backend, *files, extra=self._defines())}"
+            digest = sources.digest(self.backend, self.source_file, extra=self._defines())
+            return f"sgemm_{self.stage}_{digest}"
         return f"sgemm_{self.stage}"
 
     @property
@@ -77,8 +77,9 @@ class KernelSpec:
         return "maps" in self.outputs
 
     def source(self) -> str:
-        """The kernel body as written (MLX writes the signature around it)."""
-        return sources.read(self.backend, self.source_file)
+        """The kernel body as written, without its include lines (MLX writes
+        the signature around it)."""
+        return sources.body(self.backend, self.source_file)
 
     def _defines(self) -> str:
         """This kernel's own macros, defined ahead of the shared header."""
@@ -89,8 +90,9 @@ class KernelSpec:
         return "".join(f"#define {name} {value}\n" for name, value in defines)
 
     def header(self) -> str:
-        """The backend's shared header, preceded by this kernel's own macros."""
-        return self._defines() + sources.header(self.backend)
+        """The headers the stage file includes, as one text, preceded by this
+        kernel's own macros."""
+        return self._defines() + sources.headers_text(self.backend, self.source_file)
 
     # What MLX is handed (mlx_sgemm.registry) and the no-GPU checks compile
     # (mlx_sgemm.signatures): on CUDA, includes of the body and header files
@@ -111,7 +113,8 @@ class KernelSpec:
     def compiled_header(self) -> str:
         if self.backend != "cuda":
             return sources.for_compiler(self.header())
-        return self._defines() + sources.include(self.backend, sources.HEADERS[self.backend])
+        return self._defines() + "".join(
+            sources.include(self.backend, h) for h in sources.includes(self.backend, self.source_file))
 
 
 def _smem_tile_floats(rows: int, cols: int) -> int:

@@ -62,7 +62,9 @@ def test_every_spec_has_its_sources():
         for spec in specs.specs(backend):
             body = spec.source()
             assert "c[" in body or "t.C" in body or "store" in body, spec
-            assert spec.header().endswith(sources.header(backend))
+            assert sources.includes(backend, spec.source_file), spec  # it names its headers
+            assert spec.header().endswith(sources.headers_text(backend, spec.source_file))
+            assert "#include \"" not in body, spec
             # MLX adds shape/stride arguments only when the body names them.
             assert "a_strides" in body and "b_strides" in body, spec
 

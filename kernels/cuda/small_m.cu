@@ -1,3 +1,4 @@
+#include "sgemm.cuh"
 // small_m: C = A @ B when A has few rows (M <= 8: a token's activations against
 // a weight matrix), in plain FP32 FMAs.
 //

@@ -1,3 +1,4 @@
+#include "sgemm.cuh"
 // small_m_wide: C = A @ B for few rows of A (M <= 4 per block) against a B of
 // thousands of columns (a token against a weight matrix), in plain FP32 FMAs,
 // B loaded straight into registers.

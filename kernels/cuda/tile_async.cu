@@ -1,3 +1,4 @@
+#include "sgemm.cuh"
 // Stage 5, tile_async: hide memory latency behind the matrix units.
 //
 // In tile_simdgroup every k-step waits for its tiles to arrive from device

@@ -1,3 +1,4 @@
+#include "sgemm.cuh"
 // Stage 4, tile_simdgroup: the matrix units. NVIDIA's counterpart of Metal's
 // simdgroup_float8x8 is the warp-wide tensor-core product mma.sync; a warp
 // multiplies a 16x8 by an 8x8 tile in one instruction.

@@ -1,3 +1,4 @@
+#include "sgemm.cuh"
 // Stage 3, tile_threads: register tiling. Each thread computes TM x TN = 8x16
 // outputs of a BM x BN = 128x256 block with 256 threads.
 //

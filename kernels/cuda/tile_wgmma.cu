@@ -1,3 +1,4 @@
+#include "sgemm.cuh"
 // Specialized for Hopper: warpgroup MMA (wgmma), fed by a producer warpgroup.
 //
 // The mma.sync kernels are bound by instruction issue, not by the tensor cores

@@ -1,3 +1,4 @@
+#include "sgemm.h"
 // Stage 2, tile_16 / tile_32: threadgroup-memory tiling (TILE is 16 or 32).
 //
 // A TILE x TILE threadgroup computes a TILE x TILE block of C. Each step along

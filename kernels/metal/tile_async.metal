@@ -1,3 +1,4 @@
+#include "sgemm.h"
 // Stage 5, tile_async (and gemm, C = alpha A B + beta C_in): seed 002's kernel.
 // One simdgroup fetches each k-tile of A and B with simdgroup_async_copy (seed
 // 002 measured one loading simdgroup to be faster than all of them), while

@@ -1,3 +1,4 @@
+#include "sgemm.h"
 // Stage 4, tile_simdgroup: the matrix units. A simdgroup_float8x8 is an 8x8
 // matrix spread over the 32 lanes of a simdgroup (two elements each);
 // simdgroup_multiply_accumulate multiplies two of them in one operation of the

@@ -1,3 +1,4 @@
+#include "sgemm.h"
 // Stage 3, tile_threads: register tiling. An 8x8 threadgroup computes a
 // (8*WPT) x (8*WPT) = 32x32 block of C, each thread WPT x WPT = 4x4 outputs
 // held in registers (seed 000's shape; see kernels/cuda/tile_threads.cu for the
