@@ -18,12 +18,15 @@ import os
 import sys
 import time
 
-os.environ.setdefault("MLX_ENABLE_TF32", "0")
-
 import mlx.core as mx  # noqa: E402
 
-from mlx_sgemm import accuracy, adaptive, device, ops, sources, tuning  # noqa: E402
-from mlx_sgemm.problem import plan  # noqa: E402
+from mlx_sgemm import ops
+from mlx_sgemm.bench import accuracy
+from mlx_sgemm.build import sources
+from mlx_sgemm.dispatch import device, kernel_choice, tuning_cache
+from mlx_sgemm.dispatch.problem import plan  # noqa: E402
+
+os.environ.setdefault("MLX_ENABLE_TF32", "0")
 
 
 def per_call(fn, n: int = 400) -> tuple[float, float]:
@@ -50,7 +53,7 @@ def main() -> int:
         a, b = accuracy.random_operands((m, k), (n, k) if transposed else (k, n))
         b = b.T if transposed else b
         mx.eval(a, b)
-        how = adaptive.chooser("float32")(device.CUDA, plan(a.shape, b.shape))
+        how = kernel_choice.chooser("float32")(device.CUDA, plan(a.shape, b.shape))
         kernel, params, shape_args = ops.kernel_call(how.spec, plan(a.shape, b.shape), how.k_splits)
         raw = lambda x, y: kernel(inputs=[x, y, params], **shape_args)[0]  # noqa: E731
         spec = how.spec
@@ -62,10 +65,10 @@ def main() -> int:
         inlined = lambda x, y: inlined_kernel(inputs=[x, y, params], **shape_args)[0]  # noqa: E731
         compiled = mx.compile(ops.matmul)
         launch = mx.compile(lambda x, y: ops.launch(spec, x, y))  # the kernel alone, compiled
-        choose = adaptive.chooser("float32")
+        choose = kernel_choice.chooser("float32")
         ops.matmul(a, b)  # matmul's compiled function for this shape, as a call finds it
         matmul_compiled = ops._compiled(choose, device.CUDA, None, True, a.shape, b.shape,
-                                        tuning.generation(), ops._poison)
+                                        tuning_cache.generation(), ops._poison)
 
         def no_ops(x, y):
             for _ in range(4):

@@ -22,7 +22,10 @@ import sys
 
 import mlx.core as mx
 
-from mlx_sgemm import accuracy, bench, device, ops, specs, timing
+from mlx_sgemm import ops
+from mlx_sgemm.bench import accuracy, measure, timing
+from mlx_sgemm.build import specs
+from mlx_sgemm.dispatch import device
 
 
 def parse_variant(text: str) -> tuple[str, specs.KernelSpec]:
@@ -87,12 +90,12 @@ def main(argv=None) -> int:
             b = mx.contiguous(b.T).T  # same values, column-major
         mx.eval(a, b)
         base_s = timing.median_seconds(lambda: mx.matmul(a, b), repeats=args.repeats)
-        base_err = bench.sampled_error(mx.matmul(a, b), a, b)
+        base_err = measure.sampled_error(mx.matmul(a, b), a, b)
         print(f"\n{name} {size}^3: {baseline_label()} {timing.gflops(size, size, size, base_s) / 1e3:.1f} TFLOP/s err {base_err:.2e}")
         for label, spec in variants:
             fn = lambda: ops.launch(spec, a, b)  # noqa: E731
             s = timing.median_seconds(fn, repeats=args.repeats)
-            err = bench.sampled_error(fn(), a, b)
+            err = measure.sampled_error(fn(), a, b)
             tflops = timing.gflops(size, size, size, s) / 1e3
             print(f"  {label:45s} {tflops:7.2f} TFLOP/s  x{base_s / s:5.2f}  err {err:.2e}  ({err / base_err:.1f}x)")
             rows.append(dict(device=name, date=datetime.date.today().isoformat(), size=size,

@@ -9,10 +9,15 @@ each evaluated alone, for Nsight Compute: kernel time and DRAM bytes per call.
 (M N K, and T for B as a transposed view; benchmarks/NOTES.md, session 6: why the shape suite's loop flatters
 cuBLAS on this shape.) CUDA only.
 """
-import os, sys
-os.environ["MLX_ENABLE_TF32"] = "0"
+import os
+import sys
+
 import mlx.core as mx
-from mlx_sgemm import accuracy, ops
+
+from mlx_sgemm import ops
+from mlx_sgemm.bench import accuracy
+
+os.environ["MLX_ENABLE_TF32"] = "0"
 m, n, k = [int(x) for x in sys.argv[1:4]]
 transposed = sys.argv[4:5] == ["T"]
 a, w = accuracy.random_operands((m, k), (n, k) if transposed else (k, n)); mx.eval(a, w)

@@ -12,12 +12,14 @@ Each runs twice: the first launch of each compiles or warms up (skipped above).
 import os
 import sys
 
-os.environ["MLX_ENABLE_TF32"] = "1"  # mx.matmul's TF32 (read once, at import)
-
 import mlx.core as mx  # noqa: E402
 
-from mlx_sgemm import accuracy, adaptive, device, ops  # noqa: E402
-from mlx_sgemm.problem import plan  # noqa: E402
+from mlx_sgemm import ops
+from mlx_sgemm.bench import accuracy
+from mlx_sgemm.dispatch import device, kernel_choice
+from mlx_sgemm.dispatch.problem import plan  # noqa: E402
+
+os.environ["MLX_ENABLE_TF32"] = "1"  # mx.matmul's TF32 (read once, at import)
 
 
 def main(n: int = 8192) -> int:
@@ -26,7 +28,7 @@ def main(n: int = 8192) -> int:
         return 1
     a, b = accuracy.random_operands((n, n), (n, n))
     mx.eval(a, b)
-    how = adaptive.heuristic(device.CUDA, "tf32", plan(a.shape, b.shape))
+    how = kernel_choice.heuristic(device.CUDA, "tf32", plan(a.shape, b.shape))
     print(how.key, flush=True)
     for _ in range(2):
         mx.eval(ops.launch(how.spec, a, b, k_splits=how.k_splits))

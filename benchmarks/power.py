@@ -61,7 +61,9 @@ def main() -> int:
     sys.path.insert(0, os.path.dirname(__file__))
     from explore import parse_variant
 
-    from mlx_sgemm import accuracy, device, ops
+    from mlx_sgemm import ops
+    from mlx_sgemm.bench import accuracy
+    from mlx_sgemm.dispatch import device
 
     if device.backend() != device.CUDA:
         print("needs MLX's CUDA backend and nvidia-smi")

@@ -51,7 +51,8 @@ def main(argv=None) -> int:
 
     import mlx.core as mx
 
-    from mlx_sgemm import accuracy, bench, device, timing
+    from mlx_sgemm.bench import accuracy, measure, timing
+    from mlx_sgemm.dispatch import device
     from mlx_sgemm.ops import matmul
 
     if device.backend() == device.CPU_FALLBACK:
@@ -75,8 +76,8 @@ def main(argv=None) -> int:
                                              rounds=args.rounds, repeats=args.repeats)
         ours_s, theirs_s = medians["ours"], medians["theirs"]
         first = (lambda x: x[0]) if batch else (lambda x: x)  # noqa: E731 (batch entry 0)
-        err = bench.sampled_error(first(ours()), first(a), first(b))
-        base = bench.sampled_error(first(theirs()), first(a), first(b))
+        err = measure.sampled_error(first(ours()), first(a), first(b))
+        base = measure.sampled_error(first(theirs()), first(a), first(b))
         label = f"{'x'.join(map(str, batch)) + ' x ' if batch else ''}{m}x{n}x{k}{' W.T' if transposed else ''}"
         print(f"{label:>34s} {ours_s * 1e3:9.3f} {theirs_s * 1e3:9.3f} {theirs_s / ours_s:6.2f} {err:9.2e} {base:9.2e}")
         rows.append({

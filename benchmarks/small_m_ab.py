@@ -15,13 +15,15 @@ import argparse
 import os
 import sys
 
-os.environ["MLX_ENABLE_TF32"] = "0"  # cuBLAS SGEMM for mx.matmul (read once, at import)
-sys.path.insert(0, os.path.dirname(__file__))
-
 import mlx.core as mx  # noqa: E402
 from explore import parse_variant  # noqa: E402
 
-from mlx_sgemm import accuracy, bench, device, ops, timing  # noqa: E402
+from mlx_sgemm import ops
+from mlx_sgemm.bench import accuracy, measure, timing
+from mlx_sgemm.dispatch import device
+
+os.environ["MLX_ENABLE_TF32"] = "0"  # cuBLAS SGEMM for mx.matmul (read once, at import)
+sys.path.insert(0, os.path.dirname(__file__))
 
 VARIANTS = ["small_m", "small_m:STAGES=3", "small_m:BN=16,WARPS=4", "small_m:BN=64,WARPS=16"]
 # (M, N, K, B is a transposed view)
@@ -65,7 +67,7 @@ def main() -> int:
                  else (lambda call=call: call(a, b)) for name, call in calls.items()}
         medians = timing.alternating_medians(timed)
         for v in args.variants:
-            err = bench.sampled_error(calls[v](a, b), a, b)
+            err = measure.sampled_error(calls[v](a, b), a, b)
             if not err < 1e-6:
                 print(f"{v}: error {err:.2e} at {m}x{n}x{k}")
                 return 1

@@ -10,7 +10,7 @@ and min_blocks follow), a KernelSpec field (min_blocks), or D_NAME=1 (a macro
 ahead of the header). --S adds split-K outside the kernel: A viewed as
 (S, M, K/S) (mx.as_strided) and B as (S, K/S, N), then mx.sum over S (views, no
 copies). Every result is checked against float64 (error as in
-mlx_sgemm.accuracy). Also prints the device's read / copy bandwidth and the
+mlx_sgemm.bench.accuracy). Also prints the device's read / copy bandwidth and the
 per-call floor of the timing (a tiny product). Rows go to --csv as they come.
 
 The times are per call, the Python and MLX work of a call included; each call
@@ -35,8 +35,11 @@ import time
 import mlx.core as mx
 import numpy as np
 
-from mlx_sgemm import accuracy, device, ops, registry, specs, timing
-from mlx_sgemm.problem import plan
+from mlx_sgemm import ops
+from mlx_sgemm.bench import accuracy, timing
+from mlx_sgemm.build import registry, specs
+from mlx_sgemm.dispatch import device
+from mlx_sgemm.dispatch.problem import plan
 
 SHAPES = ("4096x4096", "1024x4096", "14336x4096", "4096x14336")  # N x K
 

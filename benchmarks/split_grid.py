@@ -17,13 +17,15 @@ Prints one line per shape: mx.matmul's time, the heuristic's choice, and
 import os
 import sys
 
-PRECISION = sys.argv[1] if len(sys.argv) > 1 else "float32"
-os.environ["MLX_ENABLE_TF32"] = "1" if PRECISION == "tf32" else "0"  # read once, at import
-
 import mlx.core as mx  # noqa: E402
 
-from mlx_sgemm import accuracy, adaptive, device, ops, timing  # noqa: E402
-from mlx_sgemm.problem import plan  # noqa: E402
+from mlx_sgemm import ops
+from mlx_sgemm.bench import accuracy, timing
+from mlx_sgemm.dispatch import device, kernel_choice
+from mlx_sgemm.dispatch.problem import plan  # noqa: E402
+
+PRECISION = sys.argv[1] if len(sys.argv) > 1 else "float32"
+os.environ["MLX_ENABLE_TF32"] = "1" if PRECISION == "tf32" else "0"  # read once, at import
 
 SHAPES = [(128, 1024, 4096), (32, 4096, 4096), (128, 4096, 4096), (512, 4096, 4096),
           (32, 4096, 14336), (128, 4096, 14336)]
@@ -37,12 +39,12 @@ def main() -> int:
         a, b = accuracy.random_operands((m, k), (k, n))
         mx.eval(a, b)
         base = timing.median_seconds(lambda: mx.matmul(a, b))
-        how = adaptive.heuristic(device.CUDA, PRECISION, plan(a.shape, b.shape))
+        how = kernel_choice.heuristic(device.CUDA, PRECISION, plan(a.shape, b.shape))
         out = [f"{m}x{n}x{k} mx {base * 1e6:6.1f} | heuristic BM{how.spec.block_m}/{how.k_splits}"]
-        for bm in adaptive._WGMMA_ROWS[PRECISION]:
+        for bm in kernel_choice._WGMMA_ROWS[PRECISION]:
             if bm > 2 * max(m, 32):
                 continue
-            spec = adaptive._hopper(PRECISION, bm)
+            spec = kernel_choice._hopper(PRECISION, bm)
             for s in (1, 2, 4, 8, 16):
                 f = mx.compile(lambda x, y, spec=spec, s=s: ops.launch(spec, x, y, k_splits=s))
                 t = timing.median_seconds(lambda: f(a, b))

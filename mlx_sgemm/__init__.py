@@ -6,7 +6,7 @@
 
 from . import nn
 from .autotuning import autotune
-from .device import backend
+from .dispatch.device import backend
 from .ops import (
     gemm,
     matmul,

@@ -30,7 +30,7 @@ def positive(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .bench import KERNELS, PRECISIONS
+    from .bench.measure import KERNELS, PRECISIONS
 
     parser = argparse.ArgumentParser(prog="mlx-sgemm", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -57,11 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def bench(args) -> int:
-    from . import plots, report, session
+    from .bench import plots, sweep, tables
 
     try:
-        run = session.collect(
-            sizes=args.sizes or ([args.size] if args.size else session.DEFAULT_SIZES),
+        run = sweep.collect(
+            sizes=args.sizes or ([args.size] if args.size else sweep.DEFAULT_SIZES),
             shapes=args.shapes, kernels=args.kernels, precisions=args.precisions,
             repeats=args.repeats, peak_gflops=args.peak_gflops, bandwidth=args.bandwidth,
             out=args.out, force_recorded=args.recorded, progress=not args.quiet,
@@ -70,7 +70,7 @@ def bench(args) -> int:
         print(e)
         return 1
     print(run.note)
-    print(report.tables(run.rows))
+    print(tables.tables(run.rows))
     if not args.no_plots:
         for path in plots.write_all(run.rows, args.out, run.recorded, run.peak_gflops, run.bandwidth_gbs):
             print(f"Plot: {path}")

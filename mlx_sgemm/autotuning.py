@@ -2,7 +2,7 @@
 
 adaptive.choose is a heuristic written from one GPU's measurements. The
 autotuner measures instead: for the shape class of ``a @ b`` (sizes rounded up
-to powers of two, see mlx_sgemm.tuning) it runs every candidate of
+to powers of two, see mlx_sgemm.dispatch.tuning_cache) it runs every candidate of
 adaptive.candidates on ``a`` and ``b``, rejects any whose result is not
 float32-accurate (or TF32-accurate for precision "tf32") against mx.matmul,
 times the rest, and stores the winner in the cache. From then on matmul uses
@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import mlx.core as mx
 
-from . import accuracy, adaptive, device, ops, timing, tuning
-from .problem import check_operand, plan
+from . import ops
+from .bench import accuracy, timing
+from .dispatch import device, kernel_choice, tuning_cache
+from .dispatch.problem import check_operand, plan
 
 # Accept a candidate whose error is within this factor of mx.matmul's at the
 # same precision (or of float32's unit roundoff, for tiny K).
@@ -33,7 +35,7 @@ def autotune(
     overridable with ``MLX_SGEMM_AUTOTUNE_CACHE``). Raises RuntimeError without
     a GPU backend: on the CPU matmul is mx.matmul and there is nothing to tune.
     """
-    adaptive.check_precision(precision)
+    kernel_choice.check_precision(precision)
     check_operand(a, "a")
     check_operand(b, "b")
     p = plan(a.shape, b.shape)
@@ -46,7 +48,7 @@ def autotune(
     reference = mx.matmul(a, b, stream=stream)
     bound = ERROR_FACTOR * max(accuracy.relative_error(reference, a, b), UNIT_ROUNDOFF[precision])
     seconds, rejected = {}, {}
-    for launch in adaptive.candidates(backend, precision, p):
+    for launch in kernel_choice.candidates(backend, precision, p):
         def run(launch=launch):
             return ops.launch(launch.spec, a, b, stream, k_splits=launch.k_splits)
         error = accuracy.relative_error(run(), a, b)
@@ -57,5 +59,5 @@ def autotune(
     if not seconds:
         raise RuntimeError(f"no candidate kernel was accurate for {a.shape} @ {b.shape}: {rejected}")
     choice = min(seconds, key=seconds.get)
-    tuning.store(device.name(), precision, p, choice, seconds)
+    tuning_cache.store(device.name(), precision, p, choice, seconds)
     return {"choice": choice, "seconds": seconds, "rejected": rejected}

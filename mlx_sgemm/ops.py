@@ -16,8 +16,9 @@ from typing import Callable
 
 import mlx.core as mx
 
-from . import adaptive, device, registry, specs, tensormap, tuning
-from .problem import TENSOR_MAPS, Plan, check_operand, plan
+from .build import registry, specs, tensormap
+from .dispatch import device, kernel_choice, tuning_cache
+from .dispatch.problem import TENSOR_MAPS, Plan, check_operand, plan
 
 _poison = False
 
@@ -167,7 +168,7 @@ def _matmul_vjp(product, a, b, g, stream):
 
 
 @functools.cache
-def _forward(choose: Callable[[str, Plan], adaptive.Launch], backend: str, stream, pad: bool = False):
+def _forward(choose: Callable[[str, Plan], kernel_choice.Launch], backend: str, stream, pad: bool = False):
     """``a @ b`` with the launch ``choose(backend, plan)``, the operands padded to
     aligned rows first where ``pad`` and :func:`adaptive.padding` say so (matmul;
     the stage ops run as they are). No derivatives: see :func:`_differentiable`."""
@@ -187,7 +188,7 @@ def _forward(choose: Callable[[str, Plan], adaptive.Launch], backend: str, strea
 
 @functools.cache
 def _differentiable(
-    choose: Callable[[str, Plan], adaptive.Launch], backend: str, stream, pad: bool = False,
+    choose: Callable[[str, Plan], kernel_choice.Launch], backend: str, stream, pad: bool = False,
 ):
     """:func:`_forward` as an mx.custom_function whose vjp and jvp are products
     of the same kind.
@@ -232,7 +233,7 @@ def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool, *dep
     ``depends_on`` names (:func:`_route_depends`), so that a new autotune
     result takes effect at the next call.
     """
-    pad_k, pad_n = adaptive.padding(backend, plan(a_shape, b_shape)) if pad else (0, 0)
+    pad_k, pad_n = kernel_choice.padding(backend, plan(a_shape, b_shape)) if pad else (0, 0)
     if pad_k or pad_n:
         a_shape = (*a_shape[:-1], a_shape[-1] + pad_k)
         b_shape = (*b_shape[:-2], b_shape[-2] + pad_k, b_shape[-1] + pad_n)
@@ -255,7 +256,7 @@ def _call_state(stream) -> tuple:
     """What a call's compiled function depends on besides its key: the backend
     (the default device, when no stream is named), the autotuner's entries and
     the poison flag."""
-    return device.backend(stream), tuning.generation(), _poison
+    return device.backend(stream), tuning_cache.generation(), _poison
 
 
 def _run(choose, a, b, stream, pad: bool = False) -> mx.array:
@@ -271,7 +272,7 @@ def _run(choose, a, b, stream, pad: bool = False) -> mx.array:
     if backend == device.CPU_FALLBACK:
         plan(a.shape, b.shape)  # shape errors before anything is built
         return _differentiable(choose, backend, stream, pad)(a, b)
-    fn = _compiled(choose, backend, stream, pad, a.shape, b.shape, tuning.generation(), _poison)
+    fn = _compiled(choose, backend, stream, pad, a.shape, b.shape, tuning_cache.generation(), _poison)
     if len(_calls) >= MAX_CALLS:
         _calls.clear()
     _calls[(choose, stream, pad, a.shape, b.shape)] = (_call_state(stream), fn)
@@ -321,12 +322,12 @@ def _compiled(choose, backend: str, stream, pad: bool, a_shape: tuple, b_shape: 
 
 def _route_depends() -> tuple:
     """What the kernel choice for a shape depends on besides the shape."""
-    return tuning.generation(), device.has_wgmma(), device.name()
+    return tuning_cache.generation(), device.has_wgmma(), device.name()
 
 
 @functools.cache
-def _stage_kernel(stage: str) -> Callable[[str, Plan], adaptive.Launch]:
-    return lambda backend, _plan: adaptive.Launch(specs.spec(stage, backend))
+def _stage_kernel(stage: str) -> Callable[[str, Plan], kernel_choice.Launch]:
+    return lambda backend, _plan: kernel_choice.Launch(specs.spec(stage, backend))
 
 
 def _make_op(stage: str):
@@ -385,10 +386,10 @@ def matmul(a: mx.array, b: mx.array, *, precision: str = "float32", stream=None)
 
     Differentiable. The kernel is the one :func:`mlx_sgemm.autotune` found
     fastest for this shape class on this device, if it ran, else the heuristic
-    :func:`mlx_sgemm.adaptive.choose` (with K split where tiles are few).
+    :func:`mlx_sgemm.dispatch.kernel_choice.choose` (with K split where tiles are few).
     """
-    adaptive.check_precision(precision)
-    return _run(adaptive.chooser(precision), a, b, stream, pad=True)
+    kernel_choice.check_precision(precision)
+    return _run(kernel_choice.chooser(precision), a, b, stream, pad=True)
 
 
 def gemm(
@@ -417,7 +418,7 @@ def gemm(
         fits = False
     if not fits:
         raise ValueError(f"c {c.shape} does not broadcast to the shape of a @ b, {p.out_shape}")
-    adaptive.check_precision(precision)
+    kernel_choice.check_precision(precision)
     if device.backend(stream) == device.METAL and p.out_shape and not p.empty:
         return _fused_gemm(float(alpha), float(beta), stream)(a, b, c)
     return alpha * matmul(a, b, precision=precision, stream=stream) + beta * c
@@ -437,7 +438,7 @@ def _fused_gemm(alpha: float, beta: float, stream):
     @fused.vjp
     def vjp(primals, cotangent, output):
         a, b, c = primals
-        product = _differentiable(adaptive.chooser("float32"), device.METAL, stream)
+        product = _differentiable(kernel_choice.chooser("float32"), device.METAL, stream)
         da, db = _matmul_vjp(product, a, b, alpha * cotangent, stream)
         return da, db, _sum_to(beta * cotangent, c.shape, stream)
 

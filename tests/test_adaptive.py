@@ -1,7 +1,8 @@
 """matmul's kernel choice and its K split, as pure logic (no GPU needed)."""
 
-from mlx_sgemm import adaptive, device, specs
-from mlx_sgemm.problem import plan
+from mlx_sgemm.build import specs
+from mlx_sgemm.dispatch import device, kernel_choice
+from mlx_sgemm.dispatch.problem import plan
 
 WGMMA = specs.spec("tile_wgmma", "cuda")
 
@@ -9,7 +10,7 @@ WGMMA = specs.spec("tile_wgmma", "cuda")
 def test_few_tiles_and_long_k_split_k():
     # 128 x 1024: 8 tiles of 128x128 on 132 SMs; K = 4096 allows 4 splits of 1024.
     p = plan((128, 4096), (4096, 1024))
-    assert adaptive.k_splits(device.CUDA, WGMMA, p) == 4
+    assert kernel_choice.k_splits(device.CUDA, WGMMA, p) == 4
     assert p.k_split_length(4) == 1024
 
 
@@ -17,70 +18,70 @@ def test_tiles_that_leave_sms_idle_split():
     # 32 tiles (128 x 4096): 4 splits make 128 blocks on 132 SMs; 64 (TF32's
     # 256-row blocks at 512 x 4096): 2. One product at a time, the idle SMs
     # cost more than the partial products (measured).
-    assert adaptive.k_splits(device.CUDA, WGMMA, plan((128, 4096), (4096, 4096))) == 4
-    tf32 = adaptive.wgmma_variants("tf32")[-1]
-    assert tf32.block_m == 256 and adaptive.k_splits(device.CUDA, tf32, plan((512, 4096), (4096, 4096))) == 2
+    assert kernel_choice.k_splits(device.CUDA, WGMMA, plan((128, 4096), (4096, 4096))) == 4
+    tf32 = kernel_choice.wgmma_variants("tf32")[-1]
+    assert tf32.block_m == 256 and kernel_choice.k_splits(device.CUDA, tf32, plan((512, 4096), (4096, 4096))) == 2
     # 67 tiles and more: a split would need a second wave.
-    assert adaptive.k_splits(device.CUDA, WGMMA, plan((128 * 67, 4096), (4096, 128))) == 1
+    assert kernel_choice.k_splits(device.CUDA, WGMMA, plan((128 * 67, 4096), (4096, 128))) == 1
 
 
 def test_splits_stay_within_one_wave_of_blocks():
     # 12 tiles and K = 16384 (16 stretches of 1024): 11 splits make 132 blocks,
     # one wave on 132 SMs; 12 would start a second.
     p = plan((128, 16384), (16384, 1536))
-    assert adaptive.k_splits(device.CUDA, WGMMA, p) == 11
+    assert kernel_choice.k_splits(device.CUDA, WGMMA, p) == 11
 
 
 def test_enough_tiles_or_short_k_do_not_split():
-    assert adaptive.k_splits(device.CUDA, WGMMA, plan((8192, 4096), (4096, 8192))) == 1
-    assert adaptive.k_splits(device.CUDA, WGMMA, plan((128, 1500), (1500, 128))) == 1
+    assert kernel_choice.k_splits(device.CUDA, WGMMA, plan((8192, 4096), (4096, 8192))) == 1
+    assert kernel_choice.k_splits(device.CUDA, WGMMA, plan((128, 1500), (1500, 128))) == 1
 
 
 def test_splits_cover_odd_k():
     p = plan((100, 5000), (5000, 300))
-    splits = adaptive.k_splits(device.CUDA, WGMMA, p)
+    splits = kernel_choice.k_splits(device.CUDA, WGMMA, p)
     length = p.k_split_length(splits)
     assert splits > 1 and (splits - 1) * length < 5000 <= splits * length
 
 
 def test_only_the_hopper_pipeline_splits():
     p = plan((128, 4096), (4096, 1024))
-    assert adaptive.k_splits(device.CUDA, specs.spec("tile_threads", "cuda"), p) == 1
-    assert adaptive.k_splits(device.METAL, WGMMA, p) == 1
+    assert kernel_choice.k_splits(device.CUDA, specs.spec("tile_threads", "cuda"), p) == 1
+    assert kernel_choice.k_splits(device.METAL, WGMMA, p) == 1
 
 
 def test_variants_include_small_m_on_cuda():
-    assert specs.spec("small_m", "cuda") in adaptive.variants(device.CUDA)
-    assert all(s.backend == "metal" for s in adaptive.variants(device.METAL))
+    assert specs.spec("small_m", "cuda") in kernel_choice.variants(device.CUDA)
+    assert all(s.backend == "metal" for s in kernel_choice.variants(device.METAL))
 
 
 def test_metal_candidates_try_k_splits_for_long_k():
-    found = adaptive.candidates(device.METAL, "float32", plan((64, 4096), (4096, 64)))
+    found = kernel_choice.candidates(device.METAL, "float32", plan((64, 4096), (4096, 64)))
     long_k = {(c.spec.stage, c.k_splits) for c in found}
     assert ("tile_async", 4) in long_k and ("small_m", 1) in long_k
-    short_k = adaptive.candidates(device.METAL, "float32", plan((64, 512), (512, 64)))
+    short_k = kernel_choice.candidates(device.METAL, "float32", plan((64, 512), (512, 64)))
     assert {c.k_splits for c in short_k} == {1}
-    assert adaptive.heuristic(device.METAL, "float32", plan((4, 512), (512, 64))).spec.stage == "small_m"
+    assert kernel_choice.heuristic(device.METAL, "float32", plan((4, 512), (512, 64))).spec.stage == "small_m"
 
 
 def test_big_unaligned_products_are_padded_to_multiples_of_4():
-    assert adaptive.padding(device.CUDA, plan((4095, 4093), (4093, 4097))) == (3, 3)
-    assert adaptive.padding(device.CUDA, plan((2, 600, 1024), (1024, 514))) == (0, 2)
+    assert kernel_choice.padding(device.CUDA, plan((4095, 4093), (4093, 4097))) == (3, 3)
+    assert kernel_choice.padding(device.CUDA, plan((2, 600, 1024), (1024, 514))) == (0, 2)
 
 
 def test_aligned_small_or_metal_products_are_not_padded():
-    assert adaptive.padding(device.CUDA, plan((4096, 4096), (4096, 4096))) == (0, 0)
-    assert adaptive.padding(device.CUDA, plan((100, 4093), (4093, 4097))) == (0, 0)  # few rows
-    assert adaptive.padding(device.METAL, plan((4095, 4093), (4093, 4097))) == (0, 0)
+    assert kernel_choice.padding(device.CUDA, plan((4096, 4096), (4096, 4096))) == (0, 0)
+    assert kernel_choice.padding(device.CUDA, plan((100, 4093), (4093, 4097))) == (0, 0)  # few rows
+    assert kernel_choice.padding(device.METAL, plan((4095, 4093), (4093, 4097))) == (0, 0)
 
 
 def test_hopper_block_height_follows_the_rows_of_c(monkeypatch):
     monkeypatch.setattr(device, "has_wgmma", lambda: True)
-    heights = {m: adaptive.choose(device.CUDA, "float32", plan((m, 256), (256, 512))).block_m
+    heights = {m: kernel_choice.choose(device.CUDA, "float32", plan((m, 256), (256, 512))).block_m
                for m in (9, 32, 33, 64, 65, 4096)}
     assert heights == {9: 32, 32: 32, 33: 64, 64: 64, 65: 128, 4096: 128}
-    tf32 = adaptive.choose(device.CUDA, "tf32", plan((20, 256), (256, 512)))
+    tf32 = kernel_choice.choose(device.CUDA, "tf32", plan((20, 256), (256, 512)))
     assert tf32.block_m == 32 and dict(tf32.template)["SPLIT"] is False
-    assert adaptive.choose(device.CUDA, "tf32", plan((4096, 256), (256, 512))).block_m == 256
-    assert adaptive.choose(device.CUDA, "float32", plan((4096, 256), (256, 512))).block_m == 128
-    assert {s.block_m for s in adaptive.variants(device.CUDA) if s.source_file == "tile_wgmma.cu"} == {32, 64, 128, 256}
+    assert kernel_choice.choose(device.CUDA, "tf32", plan((4096, 256), (256, 512))).block_m == 256
+    assert kernel_choice.choose(device.CUDA, "float32", plan((4096, 256), (256, 512))).block_m == 128
+    assert {s.block_m for s in kernel_choice.variants(device.CUDA) if s.source_file == "tile_wgmma.cu"} == {32, 64, 128, 256}

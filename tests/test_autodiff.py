@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import mlx_sgemm
-from mlx_sgemm import accuracy
+from mlx_sgemm.bench import accuracy
 
 OPS = {"matmul": mlx_sgemm.matmul, **{s: getattr(mlx_sgemm, s) for s in mlx_sgemm.ops.STAGE_OPS}}
 
@@ -177,8 +177,8 @@ def test_gemm_errors_name_c():
 )
 def test_gemm_c_input_matches_the_kernel_output_layout(shape_a, shape_b, shape_c):
     """The fused gemm reads C in the kernel's output layout (merged batch dims)."""
+    from mlx_sgemm.dispatch.problem import plan
     from mlx_sgemm.ops import as_kernel_output
-    from mlx_sgemm.problem import plan
 
     p = plan(shape_a, shape_b)
     c = mx.random.normal(shape_c)

@@ -1,4 +1,4 @@
-"""bench.measure: each kernel timed side by side with mx.matmul at its precision.
+"""measure.measure: each kernel timed side by side with mx.matmul at its precision.
 
 The CPU tests run anywhere (on MLX's CPU backend every op computes with
 mx.matmul, so the ratios are near 1 and the errors tiny); the CUDA test checks
@@ -7,7 +7,7 @@ that the TF32 rows come from a process where mx.matmul really is TF32.
 
 import pytest
 
-from mlx_sgemm import bench, peaks, timing
+from mlx_sgemm.bench import measure, peaks, timing
 
 from .conftest import GPU_BACKEND
 
@@ -20,11 +20,11 @@ def rows_by_kernel(results, shape, precision):
 
 
 def test_every_kernel_gets_a_row_and_its_ratio_to_the_baseline_beside_it():
-    results = bench.measure(SHAPES, ["naive", "matmul"], ["float32"], repeats=2, peak=PEAK, progress=False)
+    results = measure.measure(SHAPES, ["naive", "matmul"], ["float32"], repeats=2, peak=PEAK, progress=False)
     for shape in SHAPES:
         rows = rows_by_kernel(results, shape, "float32")
-        assert set(rows) == {bench.BASELINE, "naive", "matmul"}
-        base = rows[bench.BASELINE].seconds
+        assert set(rows) == {measure.BASELINE, "naive", "matmul"}
+        base = rows[measure.BASELINE].seconds
         for row in rows.values():
             assert row.x_matmul == pytest.approx(base / row.seconds)
             assert row.error is not None and row.error < 1e-5
@@ -40,18 +40,18 @@ def test_a_shape_is_timed_in_one_set_of_alternating_rounds(monkeypatch):
         return {name: 1.0 + i for i, name in enumerate(fns)}
 
     monkeypatch.setattr(timing, "alternating_medians", fake)
-    bench.measure(SHAPES, ["naive", "matmul"], ["float32"], repeats=5, peak=PEAK, progress=False)
-    assert calls == [(sorted([bench.BASELINE, "naive", "matmul"]), bench.ROUNDS, 5)] * len(SHAPES)
-    assert bench.ROUNDS >= 2
+    measure.measure(SHAPES, ["naive", "matmul"], ["float32"], repeats=5, peak=PEAK, progress=False)
+    assert calls == [(sorted([measure.BASELINE, "naive", "matmul"]), measure.ROUNDS, 5)] * len(SHAPES)
+    assert measure.ROUNDS >= 2
 
 
 @pytest.mark.skipif(GPU_BACKEND != "cuda", reason="TF32 exists on MLX's CUDA backend only")
 def test_tf32_rows_compare_with_cublas_tf32_timed_beside_them():
     shape = (512, 512, 512)
-    results = bench.measure([shape], ["matmul"], ["float32", "tf32"], repeats=3, peak=PEAK, progress=False)
+    results = measure.measure([shape], ["matmul"], ["float32", "tf32"], repeats=3, peak=PEAK, progress=False)
     f32, tf32 = rows_by_kernel(results, shape, "float32"), rows_by_kernel(results, shape, "tf32")
-    assert set(f32) == set(tf32) == {bench.BASELINE, "matmul"}
+    assert set(f32) == set(tf32) == {measure.BASELINE, "matmul"}
     # TF32 on in the child (10 mantissa bits: ~1e-4), off here (cuBLAS SGEMM).
-    assert tf32[bench.BASELINE].error > 1e-6 > f32[bench.BASELINE].error
-    assert tf32["matmul"].x_matmul == pytest.approx(tf32[bench.BASELINE].seconds / tf32["matmul"].seconds)
+    assert tf32[measure.BASELINE].error > 1e-6 > f32[measure.BASELINE].error
+    assert tf32["matmul"].x_matmul == pytest.approx(tf32[measure.BASELINE].seconds / tf32["matmul"].seconds)
     assert f32["matmul"].error < 1e-6

@@ -3,7 +3,7 @@
 import pytest
 
 from mlx_sgemm import __main__ as cli
-from mlx_sgemm import bench, plots, report, results
+from mlx_sgemm.bench import measure, plots, results, tables
 
 from .conftest import HAS_GPU
 
@@ -27,7 +27,7 @@ def fixture_rows():
 def test_parser_defaults_and_shapes():
     args = cli.build_parser().parse_args(["bench", "--shapes", "1,4096,4096", "7,5,3"])
     assert args.shapes == [(1, 4096, 4096), (7, 5, 3)]
-    assert args.kernels == list(bench.KERNELS) and args.precisions == list(bench.PRECISIONS)
+    assert args.kernels == list(measure.KERNELS) and args.precisions == list(measure.PRECISIONS)
     assert args.sizes is None and args.repeats == 20
 
 
@@ -41,7 +41,7 @@ def test_parser_rejects_bad_arguments(bad):
 def test_csv_round_trip_and_schema(tmp_path):
     rows = fixture_rows()
     path = results.write_csv(rows, tmp_path / "bench-2026-11-21.csv")
-    assert path.read_text().splitlines()[0].split(",") == bench.Measurement.columns()
+    assert path.read_text().splitlines()[0].split(",") == measure.Measurement.columns()
     assert results.read_csv(path) == rows
     (tmp_path / "bad.csv").write_text("kernel,seconds\nnaive,1\n")
     with pytest.raises(ValueError, match="columns"):
@@ -69,7 +69,7 @@ def test_tables_and_plots_from_recorded_data(tmp_path, monkeypatch, capsys):
 
 
 def test_table_formats_unknown_peak_and_missing_error():
-    text = report.table(fixture_rows()[5:6])
+    text = tables.table(fixture_rows()[5:6])
     assert "peak unknown" in text and "| - |" in text
 
 

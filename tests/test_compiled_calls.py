@@ -6,7 +6,8 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-from mlx_sgemm import device, ops, tuning
+from mlx_sgemm import ops
+from mlx_sgemm.dispatch import device, tuning_cache
 
 
 @pytest.fixture
@@ -65,7 +66,7 @@ def test_a_new_autotune_generation_or_poison_retraces(fake_cuda, monkeypatch):
     product = product_of(*operands((5, 7), (7, 3)))
     calls_that_ran_the_python(fake_cuda, product)
     assert calls_that_ran_the_python(fake_cuda, product) == 0
-    monkeypatch.setattr(tuning, "_generation", tuning.generation() + 1)
+    monkeypatch.setattr(tuning_cache, "_generation", tuning_cache.generation() + 1)
     assert calls_that_ran_the_python(fake_cuda, product) >= 1
     with ops.poisoned_outputs():
         assert calls_that_ran_the_python(fake_cuda, product) >= 1

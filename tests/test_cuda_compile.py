@@ -1,6 +1,6 @@
 """Every CUDA kernel compiles for Hopper (sm_90a) exactly as MLX would build it.
 
-The source is written by mlx_sgemm.signatures from the same KernelSpec the
+The source is written by mlx_sgemm.build.signatures from the same KernelSpec the
 registry hands to mx.fast.cuda_kernel, and compiled twice: by NVRTC with MLX's
 options (the compiler MLX really uses: no C++ standard library), and by nvcc for
 ptxas's resource report. MLX's own device header, which lives inside libmlx, is
@@ -17,15 +17,21 @@ import shutil
 
 import pytest
 
-from mlx_sgemm import adaptive, signatures, sources, specs
-from mlx_sgemm.problem import plan
+from mlx_sgemm.build import signatures, sources, specs
+from mlx_sgemm.dispatch import kernel_choice
+from mlx_sgemm.dispatch.problem import plan
 
-from .cuda_compilers import find_libnvrtc, nvcc_compile, nvrtc_compile, nvrtc_compile_ptx
+from .cuda_compilers import (
+    find_libnvrtc,
+    nvcc_compile,
+    nvrtc_compile,
+    nvrtc_compile_ptx,
+)
 
 REQUIRED = bool(os.environ.get("MLX_SGEMM_REQUIRE_CUDA_TOOLS"))
 # Every registered stage, and the tile_wgmma variants matmul picks on Hopper.
 CUDA_SPECS = specs.specs("cuda") + [
-    spec for precision in adaptive.PRECISIONS for spec in adaptive.wgmma_variants(precision)
+    spec for precision in kernel_choice.PRECISIONS for spec in kernel_choice.wgmma_variants(precision)
     if spec not in specs.specs("cuda")
 ]
 

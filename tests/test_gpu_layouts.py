@@ -4,7 +4,9 @@ import mlx.core as mx
 import pytest
 
 import mlx_sgemm
-from mlx_sgemm import accuracy, adaptive, registry, specs, timing
+from mlx_sgemm.bench import accuracy, timing
+from mlx_sgemm.build import registry, specs
+from mlx_sgemm.dispatch import kernel_choice
 
 from .conftest import requires_gpu
 
@@ -32,5 +34,5 @@ def test_500_shapes_compile_no_more_kernels_than_variants():
         m, k, n = 1 + i % 37, 1 + (7 * i) % 41, 1 + (13 * i) % 43
         a, b = accuracy.random_operands((m, k), (k, n))
         mx.eval(ops[i % len(ops)](a, b))
-    variants = set(specs.specs(backend)) | set(adaptive.variants(backend))
+    variants = set(specs.specs(backend)) | set(kernel_choice.variants(backend))
     assert registry.created() - before <= len(variants)

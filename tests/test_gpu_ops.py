@@ -12,8 +12,10 @@ import mlx.core as mx
 import pytest
 
 import mlx_sgemm
-from mlx_sgemm import accuracy, adaptive, device, specs
-from mlx_sgemm.problem import plan
+from mlx_sgemm.bench import accuracy
+from mlx_sgemm.build import specs
+from mlx_sgemm.dispatch import device, kernel_choice
+from mlx_sgemm.dispatch.problem import plan
 
 from .conftest import requires_gpu
 
@@ -85,7 +87,7 @@ def test_matmul_pads_unaligned_operands(shape_a, shape_b, b_transposed):
     a, b = accuracy.random_operands(shape_a, shape_b)
     if b_transposed:
         b = b.T
-    assert adaptive.padding(device.CUDA, plan(a.shape, b.shape)) != (0, 0)
+    assert kernel_choice.padding(device.CUDA, plan(a.shape, b.shape)) != (0, 0)
     check(mlx_sgemm.matmul, a, b)
 
 
@@ -106,7 +108,7 @@ def test_stage_reports_backend(stage):
 
 
 def test_new_shapes_compile_nothing_new():
-    from mlx_sgemm import registry
+    from mlx_sgemm.build import registry
 
     start = registry.created()  # what earlier tests in this process compiled
     for stage in STAGES:
@@ -117,4 +119,4 @@ def test_new_shapes_compile_nothing_new():
             mx.eval(getattr(mlx_sgemm, stage)(*accuracy.random_operands((m, 5), (5, m + 1))))
     assert registry.created() == before
     # At most every stage's kernel, plus what matmul may choose among.
-    assert before - start <= len(specs.STAGES) + len(adaptive.variants(mlx_sgemm.backend()))
+    assert before - start <= len(specs.STAGES) + len(kernel_choice.variants(mlx_sgemm.backend()))

@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 import mlx_sgemm
-from mlx_sgemm import accuracy, ops, specs
+from mlx_sgemm import ops
+from mlx_sgemm.bench import accuracy
+from mlx_sgemm.build import specs
 
 from .conftest import GPU_BACKEND, requires_gpu
 

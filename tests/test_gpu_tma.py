@@ -6,7 +6,10 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-from mlx_sgemm import accuracy, device, ops, specs
+from mlx_sgemm import ops
+from mlx_sgemm.bench import accuracy
+from mlx_sgemm.build import specs
+from mlx_sgemm.dispatch import device
 
 from .conftest import requires_gpu
 

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mlx_sgemm
-from mlx_sgemm import accuracy, registry
+from mlx_sgemm.bench import accuracy
+from mlx_sgemm.build import registry
 
 from .conftest import requires_gpu
 

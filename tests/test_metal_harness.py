@@ -14,11 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mlx_sgemm.bench.accuracy import relative_error
+from mlx_sgemm.build import signatures, sources, specs
+from mlx_sgemm.dispatch.problem import plan
+
 from .metal_harness import checks, driver
 from .metal_harness.checks import operands, replace_once, variant
-from mlx_sgemm import signatures, sources, specs
-from mlx_sgemm.problem import plan
-from mlx_sgemm.accuracy import relative_error
 
 METAL_SPECS = specs.specs("metal")
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mlx_sgemm.bench.accuracy import relative_error
+from mlx_sgemm.build import specs
+
 from .metal_harness import driver
 from .metal_harness.checks import check, layout, replace_once, variant
-from mlx_sgemm import specs
-from mlx_sgemm.accuracy import relative_error
 
 METAL_SPECS = specs.specs("metal")
 

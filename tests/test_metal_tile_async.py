@@ -15,10 +15,11 @@ import math
 import numpy as np
 import pytest
 
+from mlx_sgemm.build import specs
+from mlx_sgemm.dispatch.problem import plan
+
 from .metal_harness import driver
 from .metal_harness.checks import check, gemm_error, layout, replace_once, variant
-from mlx_sgemm import specs
-from mlx_sgemm.problem import plan
 
 TILE_ASYNC = specs.spec("tile_async", "metal")
 GEMM = specs.spec("gemm", "metal")

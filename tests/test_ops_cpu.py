@@ -5,7 +5,10 @@ import numpy as np
 import pytest
 
 import mlx_sgemm
-from mlx_sgemm import accuracy, device, ops, sources, specs
+from mlx_sgemm import ops
+from mlx_sgemm.bench import accuracy
+from mlx_sgemm.build import sources, specs
+from mlx_sgemm.dispatch import device
 
 from .conftest import HAS_GPU
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlx_sgemm import problem
-from mlx_sgemm.problem import plan
+from mlx_sgemm.dispatch import problem
+from mlx_sgemm.dispatch.problem import plan
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@
 import mlx.core as mx
 import numpy as np
 
-from mlx_sgemm import timing
+from mlx_sgemm.bench import timing
 
 
 def test_alternating_medians_visits_in_turn_and_keeps_each_median_round(monkeypatch):

@@ -3,8 +3,10 @@ slots in the outputs, and what a machine without the CUDA driver gets."""
 
 import pytest
 
-from mlx_sgemm import adaptive, ops, specs, tensormap
-from mlx_sgemm.problem import TENSOR_MAPS, plan
+from mlx_sgemm import ops
+from mlx_sgemm.build import specs, tensormap
+from mlx_sgemm.dispatch import kernel_choice
+from mlx_sgemm.dispatch.problem import TENSOR_MAPS, plan
 
 TMA = specs.cuda_wgmma("matmul_tf32_wgmma", SPLIT=False, BM=256, IN_FLIGHT=True, LOOKAHEAD=1, TMA=1)
 FAKE_MAP = tuple(range(1, tensormap.WORDS + 1))
@@ -23,9 +25,9 @@ def test_tma_is_for_tf32_only(split, tma):
 
 
 def test_tf32_tall_products_take_the_tma_kernel():
-    assert adaptive._hopper("tf32", 4096).template == TMA.template
-    assert not adaptive._hopper("float32", 4096).tensor_maps
-    assert not adaptive._hopper("tf32", 100).tensor_maps
+    assert kernel_choice._hopper("tf32", 4096).template == TMA.template
+    assert not kernel_choice._hopper("float32", 4096).tensor_maps
+    assert not kernel_choice._hopper("tf32", 100).tensor_maps
 
 
 def test_params_carry_a_and_b_maps_after_the_batch_shape(monkeypatch):

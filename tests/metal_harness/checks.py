@@ -7,12 +7,12 @@ import dataclasses
 
 import numpy as np
 
-from mlx_sgemm import specs
-from mlx_sgemm.accuracy import relative_error
+from mlx_sgemm.bench.accuracy import relative_error
+from mlx_sgemm.build import specs
 
 from . import driver
 
-# float32 accumulation lands near 1e-7 (see mlx_sgemm.accuracy); a bug near 1.
+# float32 accumulation lands near 1e-7 (see mlx_sgemm.bench.accuracy); a bug near 1.
 TOLERANCE = 1e-6
 
 

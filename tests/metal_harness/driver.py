@@ -1,8 +1,8 @@
 """Compile a Metal kernel as MLX would hand it to Apple's compiler, and run it on the CPU.
 
-The source is built by :func:`mlx_sgemm.signatures.metal_source` from the same
-:class:`~mlx_sgemm.specs.KernelSpec` the registry gives ``mx.fast.metal_kernel``,
-the launch is shaped by :func:`mlx_sgemm.problem.plan` as in ``ops.launch``, and
+The source is built by :func:`mlx_sgemm.build.signatures.metal_source` from the same
+:class:`~mlx_sgemm.build.specs.KernelSpec` the registry gives ``mx.fast.metal_kernel``,
+the launch is shaped by :func:`mlx_sgemm.dispatch.problem.plan` as in ``ops.launch``, and
 the buffers are bound in the order MLX's ``CustomKernel::eval_gpu`` binds them.
 Only three things are done to the text before clang sees it, each keeping the
 line count, so that line numbers in errors are lines of the MLX source:
@@ -35,9 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mlx_sgemm import signatures
-from mlx_sgemm.problem import Plan, plan
-from mlx_sgemm.specs import KernelSpec
+from mlx_sgemm.build import signatures
+from mlx_sgemm.build.specs import KernelSpec
+from mlx_sgemm.dispatch.problem import Plan, plan
 
 HERE = Path(__file__).resolve().parent
 COMPAT_HEADER = HERE / "metal_compat.h"

@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 // Every thread-position attribute MLX can put in a signature (the list in
-// mlx_sgemm/signatures.py, METAL_ATTRIBUTES), as the runtime computes them for
+// mlx_sgemm/build/signatures.py, METAL_ATTRIBUTES), as the runtime computes them for
 // one thread. The generated launcher passes the ones the kernel declares.
 struct mh_attrs {
   uint32_t thread_position_in_grid[3];

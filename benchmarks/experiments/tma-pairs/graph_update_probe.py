@@ -8,20 +8,27 @@ all 48 products were right. MLX updates a cached graph's kernel nodes in place
 when the graphs' node keys match, and a custom kernel's cluster shape (here
 __cluster_dims__, compiled in) is not in the key (benchmarks/NOTES.md, session 9).
 """
-import ctypes, os, sys
-import numpy as np
+import ctypes
+import os
+import sys
+
 import mlx.core as mx
+import numpy as np
+
 import mlx_sgemm
-from mlx_sgemm import accuracy, adaptive, specs, tuning
+from mlx_sgemm.bench import accuracy
+from mlx_sgemm.build import specs
+from mlx_sgemm.dispatch import kernel_choice, tuning_cache
+
 drv = ctypes.CDLL("libcuda.so.1")
 def ctx(label):
     mx.synchronize()
     r = drv.cuCtxSynchronize()
     print(f"[{label}] cuCtxSynchronize -> {r}", flush=True)
 tma = int(sys.argv[1])
-adaptive._HOPPER_TF32_TALL = specs.cuda_wgmma("matmul_tf32_wgmma", SPLIT=False, BM=256, IN_FLIGHT=True, LOOKAHEAD=1, TMA=tma)
-adaptive._hopper.cache_clear()
-os.environ[tuning.CACHE_ENV] = f"/tmp/autotune-mixed-{tma}.json"
+kernel_choice._HOPPER_TF32_TALL = specs.cuda_wgmma("matmul_tf32_wgmma", SPLIT=False, BM=256, IN_FLIGHT=True, LOOKAHEAD=1, TMA=tma)
+kernel_choice._hopper.cache_clear()
+os.environ[tuning_cache.CACHE_ENV] = f"/tmp/autotune-mixed-{tma}.json"
 ctx("start")
 def check(m, n, k, precision, label):
     x, y = accuracy.random_operands((m, k), (k, n))

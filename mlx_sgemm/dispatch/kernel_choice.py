@@ -17,7 +17,7 @@ tile_simdgroup (small_m). Neither Metal choice is measured here (no Apple GPU).
 
 That is the heuristic. ``mlx_sgemm.autotune`` times the candidates for a shape
 instead, once per (device, precision, shape class), and what it found (kept in
-mlx_sgemm.tuning's cache) takes precedence.
+mlx_sgemm.dispatch.tuning_cache's cache) takes precedence.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from . import device, specs, tuning
+from ..build import specs
+from . import device, tuning_cache
 from .problem import Plan
 
 PRECISIONS = ("float32", "tf32")
@@ -219,9 +220,9 @@ def candidates(backend: str, precision: str, p: Plan) -> list[Launch]:
 
 def tuned(backend: str, precision: str, p: Plan) -> Launch | None:
     """The autotuner's pick for p's shape class on this device, if it ran."""
-    if not tuning.entries():  # nothing tuned: the common case, kept cheap
+    if not tuning_cache.entries():  # nothing tuned: the common case, kept cheap
         return None
-    key = tuning.lookup(device.name(), precision, p)
+    key = tuning_cache.lookup(device.name(), precision, p)
     return None if key is None else _candidate_named(backend, precision, p, key)
 
 

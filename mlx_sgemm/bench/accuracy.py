@@ -8,9 +8,8 @@ float32 summation order lands near 1e-7, TF32 near 1e-4, an indexing bug near 1.
 
 from __future__ import annotations
 
-import numpy as np
-
 import mlx.core as mx
+import numpy as np
 
 
 def reference(a, b) -> np.ndarray:

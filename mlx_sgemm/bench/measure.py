@@ -1,7 +1,7 @@
 """The side-by-side benchmark: every kernel next to ``mx.matmul``, over sizes.
 
 Each measurement is one kernel on one (M, N, K): the median time of repeated
-runs after warm-up (:mod:`mlx_sgemm.timing`), GFLOP/s, the ratio to
+runs after warm-up (:mod:`mlx_sgemm.bench.timing`), GFLOP/s, the ratio to
 ``mx.matmul`` at the same precision, measured in the same process, and (on
 sizes up to 8192^3) the error against float64.
 
@@ -22,11 +22,12 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, fields
 
+import mlx.core as mx
 import numpy as np
 
-import mlx.core as mx
-
-from . import accuracy, adaptive, device, ops, peaks, timing
+from .. import ops
+from ..dispatch import device, kernel_choice
+from . import accuracy, peaks, timing
 
 # Rows of C checked against float64: a random sample's error estimates the
 # whole matrix's at a sliver of the cost of a float64 product.
@@ -37,7 +38,7 @@ ERROR_SAMPLE_ROWS = 256
 ERROR_MAX_WORK = 8192**3
 
 KERNELS = (*ops.STAGE_OPS, "matmul")  # the journey in order, then the adaptive op
-PRECISIONS = adaptive.PRECISIONS
+PRECISIONS = kernel_choice.PRECISIONS
 BASELINE = "mx.matmul"
 
 
@@ -137,8 +138,8 @@ def tf32_side_by_side(shapes, kernels: list[str], repeats: int) -> dict[tuple[in
     """side_by_side at TF32 in a child process with MLX_ENABLE_TF32=1: there
     mx.matmul is cuBLAS's TF32 (MLX reads the flag once per process)."""
     code = (
-        "import json,sys; from mlx_sgemm import bench; "
-        "print(json.dumps(bench._side_by_side_shapes(json.loads(sys.argv[1]), json.loads(sys.argv[2]),"
+        "import json,sys; from mlx_sgemm.bench import measure; "
+        "print(json.dumps(measure._side_by_side_shapes(json.loads(sys.argv[1]), json.loads(sys.argv[2]),"
         " 'tf32', int(sys.argv[3]))))"
     )
     env = dict(os.environ, MLX_ENABLE_TF32="1")

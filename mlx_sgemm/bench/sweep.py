@@ -29,7 +29,8 @@ def collect(
     # cuBLAS's float32 baseline (mx.matmul in this process) needs TF32 off, and
     # MLX reads the switch once, at its first product: set it before that.
     os.environ.setdefault("MLX_ENABLE_TF32", "0")
-    from . import bench, device, peaks, results
+    from ..dispatch import device
+    from . import measure, peaks, results
 
     if force_recorded or device.backend() == device.CPU_FALLBACK:
         path = results.newest_recorded()
@@ -44,10 +45,10 @@ def collect(
                 f"({rows[0]['device']}, MLX {rows[0]['mlx_version']}, {rows[0]['date']}).")
         return Run(rows, True, note, peak_gflops or found.fp32_gflops,
                    bandwidth or found.bandwidth_gbs, path)
-    peak = bench.device_peak(peak_gflops, bandwidth)
+    peak = measure.device_peak(peak_gflops, bandwidth)
     shapes = [(s, s, s) for s in sizes] + [tuple(s) for s in shapes]
-    rows = bench.as_dicts(bench.measure(
-        shapes, list(kernels or bench.KERNELS), list(precisions or bench.PRECISIONS),
+    rows = measure.as_dicts(measure.measure(
+        shapes, list(kernels or measure.KERNELS), list(precisions or measure.PRECISIONS),
         repeats, peak, progress))
     path = results.write_csv(rows, out / f"bench-{datetime.date.today().isoformat()}.csv")
     peak_text = f"{peak.fp32_gflops:,.0f} GFLOP/s" if peak.fp32_gflops else "unknown"

@@ -10,9 +10,9 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from .bench import Measurement
+from .measure import Measurement
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent  # mlx_sgemm/
 # An installed wheel carries the recorded runs as mlx_sgemm/recorded (see
 # pyproject.toml); a source checkout has them in benchmarks/results.
 _RECORDED_CANDIDATES = (_PACKAGE_DIR / "recorded", _PACKAGE_DIR.parent / "benchmarks" / "results")

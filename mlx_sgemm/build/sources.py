@@ -23,7 +23,7 @@ import posixpath
 import re
 from pathlib import Path
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent  # mlx_sgemm/
 _CANDIDATES = (_PACKAGE_DIR / "kernels", _PACKAGE_DIR.parent / "kernels")
 
 # A file every backend's folder has: how a kernels folder is recognised.

@@ -2,12 +2,12 @@
 compile-time constants, and how a launch is shaped.
 
 A :class:`KernelSpec` is the single description both of what is registered with
-``mx.fast.metal_kernel`` / ``mx.fast.cuda_kernel`` (see :mod:`mlx_sgemm.registry`)
+``mx.fast.metal_kernel`` / ``mx.fast.cuda_kernel`` (see :mod:`mlx_sgemm.build.registry`)
 and of what the no-GPU checks compile (the Metal CPU harness, the nvcc compile
 check), so the two cannot drift apart.
 
 Every kernel has the same interface: inputs ``a`` (..., M, K), ``b`` (..., K, N)
-and ``params`` (int32, layout in :mod:`mlx_sgemm.problem`), output ``c``
+and ``params`` (int32, layout in :mod:`mlx_sgemm.dispatch.problem`), output ``c``
 (..., M, N). Each threadgroup computes one ``block_m x block_n`` tile of one batch
 entry; the grid enumerates those tiles on its x axis.
 """
@@ -73,7 +73,7 @@ class KernelSpec:
     @property
     def tensor_maps(self) -> bool:
         """Whether the kernel reads tensor maps of A and B from ``params``
-        (mlx_sgemm/tensormap.py) and writes its copies of them to ``maps``."""
+        (mlx_sgemm/build/tensormap.py) and writes its copies of them to ``maps``."""
         return "maps" in self.outputs
 
     def source(self) -> str:
@@ -94,8 +94,8 @@ class KernelSpec:
         kernel's own macros."""
         return self._defines() + sources.headers_text(self.backend, self.source_file)
 
-    # What MLX is handed (mlx_sgemm.registry) and the no-GPU checks compile
-    # (mlx_sgemm.signatures): on CUDA, includes of the body and header files
+    # What MLX is handed (mlx_sgemm.build.registry) and the no-GPU checks compile
+    # (mlx_sgemm.build.signatures): on CUDA, includes of the body and header files
     # (sources.include: MLX's per-call cost grows with the strings' length);
     # on Metal the texts without comments.
     def compiled_source(self) -> str:

@@ -36,7 +36,7 @@ P_M, P_N, P_K, P_TILES_M, P_TILES_N, P_BATCH_NDIM, P_BATCH_SHAPE = range(7)
 # `constant` address space, which would give the kernel a second signature.
 MIN_PARAMS = 8
 # Kernels that copy by TMA find the tensor maps of A, B and B^T (32 words each,
-# mlx_sgemm/tensormap.py) from here on in ``params`` (sgemm::P_TENSOR_MAPS in
+# mlx_sgemm/build/tensormap.py) from here on in ``params`` (sgemm::P_TENSOR_MAPS in
 # kernels/cuda/sgemm.cuh): past the longest batch shape (MAX_KERNEL_NDIM - 2).
 TENSOR_MAPS = 16
 

@@ -6,13 +6,12 @@ mlx/backend/common/metal_kernel.cpp, ``build_kernel`` in
 mlx/backend/cuda/custom_kernel.cpp, MLX 0.32). These are line-for-line ports, so
 that the checks that run without a GPU (the Metal CPU harness, the nvcc compile
 check) compile exactly what MLX would compile. Their input is a
-:class:`~mlx_sgemm.specs.KernelSpec`, the same object the registry hands to MLX.
+:class:`~mlx_sgemm.build.specs.KernelSpec`, the same object the registry hands to MLX.
 """
 
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 
 from .specs import KernelSpec

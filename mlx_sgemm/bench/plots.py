@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .report import label  # noqa: E402
+from .tables import label  # noqa: E402
+
+matplotlib.use("Agg")
 
 FILES = ("gflops_vs_size.png", "pct_peak.png", "roofline.png")
 
