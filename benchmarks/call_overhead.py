@@ -4,7 +4,7 @@
 
 For a few small products, each layer (the cuda_kernel object alone, handed
 the sources inlined or included by path, inside an mx.custom_function, with
-stop_gradient, ops.launch, ops.matmul, ops.matmul under mx.compile, the launch
+stop_gradient, launcher.launch, ops.matmul, ops.matmul under mx.compile, the launch
 compiled, matmul's own compiled function for the shape, ops._compiled) is called
 400 times and evaluated together: "build" is the Python time to make the graph,
 "batched" the whole time per call. Next to mx.matmul, and next to four no-op
@@ -22,7 +22,7 @@ import mlx.core as mx  # noqa: E402
 
 from mlx_sgemm import ops
 from mlx_sgemm.bench import accuracy
-from mlx_sgemm.build import sources
+from mlx_sgemm.build import launcher, sources
 from mlx_sgemm.dispatch import device, kernel_choice, tuning_cache
 from mlx_sgemm.dispatch.problem import plan  # noqa: E402
 
@@ -54,7 +54,7 @@ def main() -> int:
         b = b.T if transposed else b
         mx.eval(a, b)
         how = kernel_choice.chooser("float32")(device.CUDA, plan(a.shape, b.shape))
-        kernel, params, shape_args = ops.kernel_call(how.spec, plan(a.shape, b.shape), how.k_splits)
+        kernel, params, shape_args = launcher.kernel_call(how.spec, plan(a.shape, b.shape), how.k_splits)
         raw = lambda x, y: kernel(inputs=[x, y, params], **shape_args)[0]  # noqa: E731
         spec = how.spec
         inlined_kernel = mx.fast.cuda_kernel(  # the same kernel, its texts inlined (before 2026-11-22)
@@ -64,11 +64,11 @@ def main() -> int:
             shared_memory=spec.shared_memory)
         inlined = lambda x, y: inlined_kernel(inputs=[x, y, params], **shape_args)[0]  # noqa: E731
         compiled = mx.compile(ops.matmul)
-        launch = mx.compile(lambda x, y: ops.launch(spec, x, y))  # the kernel alone, compiled
+        launch = mx.compile(lambda x, y: launcher.launch(spec, x, y))  # the kernel alone, compiled
         choose = kernel_choice.chooser("float32")
         ops.matmul(a, b)  # matmul's compiled function for this shape, as a call finds it
         matmul_compiled = ops._compiled(choose, device.CUDA, None, True, a.shape, b.shape,
-                                        tuning_cache.generation(), ops._poison)
+                                        tuning_cache.generation(), launcher.poisoned())
 
         def no_ops(x, y):
             for _ in range(4):
@@ -84,7 +84,7 @@ def main() -> int:
             "cuda_kernel object": lambda: raw(a, b),
             "+ mx.custom_function": lambda: wrapped(a, b),
             "+ stop_gradient": lambda: stopped(a, b),
-            "ops.launch": lambda: ops.launch(how.spec, a, b),
+            "launcher.launch": lambda: launcher.launch(how.spec, a, b),
             "ops.matmul": lambda: ops.matmul(a, b),
             "mx.compile(ops.matmul)": lambda: compiled(a, b),
             "the launch, compiled": lambda: launch(a, b),

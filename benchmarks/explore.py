@@ -22,9 +22,8 @@ import sys
 
 import mlx.core as mx
 
-from mlx_sgemm import ops
 from mlx_sgemm.bench import accuracy, measure, timing
-from mlx_sgemm.build import specs
+from mlx_sgemm.build import launcher, specs
 from mlx_sgemm.dispatch import device
 
 
@@ -93,7 +92,7 @@ def main(argv=None) -> int:
         base_err = measure.sampled_error(mx.matmul(a, b), a, b)
         print(f"\n{name} {size}^3: {baseline_label()} {timing.gflops(size, size, size, base_s) / 1e3:.1f} TFLOP/s err {base_err:.2e}")
         for label, spec in variants:
-            fn = lambda: ops.launch(spec, a, b)  # noqa: E731
+            fn = lambda: launcher.launch(spec, a, b)  # noqa: E731
             s = timing.median_seconds(fn, repeats=args.repeats)
             err = measure.sampled_error(fn(), a, b)
             tflops = timing.gflops(size, size, size, s) / 1e3

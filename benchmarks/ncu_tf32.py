@@ -14,8 +14,8 @@ import sys
 
 import mlx.core as mx  # noqa: E402
 
-from mlx_sgemm import ops
 from mlx_sgemm.bench import accuracy
+from mlx_sgemm.build import launcher
 from mlx_sgemm.dispatch import device, kernel_choice
 from mlx_sgemm.dispatch.problem import plan  # noqa: E402
 
@@ -31,7 +31,7 @@ def main(n: int = 8192) -> int:
     how = kernel_choice.heuristic(device.CUDA, "tf32", plan(a.shape, b.shape))
     print(how.key, flush=True)
     for _ in range(2):
-        mx.eval(ops.launch(how.spec, a, b, k_splits=how.k_splits))
+        mx.eval(launcher.launch(how.spec, a, b, k_splits=how.k_splits))
         mx.eval(mx.matmul(a, b))
     mx.synchronize()
     return 0

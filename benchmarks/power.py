@@ -63,6 +63,7 @@ def main() -> int:
 
     from mlx_sgemm import ops
     from mlx_sgemm.bench import accuracy
+    from mlx_sgemm.build import launcher
     from mlx_sgemm.dispatch import device
 
     if device.backend() != device.CUDA:
@@ -75,7 +76,7 @@ def main() -> int:
         if not args.variants:
             fns["matmul"] = lambda: ops.matmul(a, b, precision=args.precision)
         for v in args.variants:
-            fns[v] = (lambda spec: lambda: ops.launch(spec, a, b))(parse_variant(v)[1])
+            fns[v] = (lambda spec: lambda: launcher.launch(spec, a, b))(parse_variant(v)[1])
         for r in range(args.rounds):
             for name, fn in fns.items():
                 seconds, watts, mhz = sample(fn, args.seconds)

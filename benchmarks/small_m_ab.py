@@ -18,8 +18,8 @@ import sys
 import mlx.core as mx  # noqa: E402
 from explore import parse_variant  # noqa: E402
 
-from mlx_sgemm import ops
 from mlx_sgemm.bench import accuracy, measure, timing
+from mlx_sgemm.build import launcher
 from mlx_sgemm.dispatch import device
 
 os.environ["MLX_ENABLE_TF32"] = "0"  # cuBLAS SGEMM for mx.matmul (read once, at import)
@@ -56,7 +56,7 @@ def main() -> int:
         print("needs MLX's CUDA backend")
         return 1
     cases = args.cases or (WIDE_CASES if args.wide else CASES)
-    calls = {v: (lambda spec: mx.compile(lambda x, y: ops.launch(spec, x, y)))(parse_variant(v)[1])
+    calls = {v: (lambda spec: mx.compile(lambda x, y: launcher.launch(spec, x, y)))(parse_variant(v)[1])
              for v in args.variants}
     calls["mx.matmul"] = mx.matmul
     for m, n, k, transposed in cases:

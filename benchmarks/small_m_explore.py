@@ -35,9 +35,8 @@ import time
 import mlx.core as mx
 import numpy as np
 
-from mlx_sgemm import ops
 from mlx_sgemm.bench import accuracy, timing
-from mlx_sgemm.build import registry, specs
+from mlx_sgemm.build import launcher, registry, specs
 from mlx_sgemm.dispatch import device
 from mlx_sgemm.dispatch.problem import plan
 
@@ -72,16 +71,16 @@ def split_k(a, b, w, s):
 def product(spec, a, b, w, s):
     """One call of ``spec``, compiled as matmul's calls are (ops._compiled)."""
     if s == 1:
-        launch = mx.compile(lambda x, y: ops.launch(spec, x, y))
+        launch = mx.compile(lambda x, y: launcher.launch(spec, x, y))
         bb = w.T if w is not None else b
         return lambda: launch(a, bb)
     a_s, b_s = split_k(a, b, w, s)
-    launch = mx.compile(lambda x, y: mx.sum(ops.launch(spec, x, y), axis=0))
+    launch = mx.compile(lambda x, y: mx.sum(launcher.launch(spec, x, y), axis=0))
     return lambda: launch(a_s, b_s)
 
 
 def lean(spec, a, b):
-    """The kernel called directly, its params array made once: ops.launch without
+    """The kernel called directly, its params array made once: launcher.launch without
     the Python planning, to tell the per-call overhead from the kernel's time."""
     p = plan(a.shape, b.shape)
     params = mx.array(p.params(spec.block_m, spec.block_n), dtype=mx.int32)
@@ -119,13 +118,13 @@ def profile(args) -> int:
             cases += [(m, n, k, layout, a, w.T if layout == "col" else b) for layout in args.layouts]
     mx.eval([case[4:] for case in cases])
     for label, spec in variants:  # compiled (NVRTC) before the profiled launches
-        mx.eval(ops.launch(spec, *cases[0][4:]))
+        mx.eval(launcher.launch(spec, *cases[0][4:]))
     print("profiled launches:", ", ".join(["mx.matmul"] + [label for label, _ in variants]), "per case")
     for m, n, k, layout, a, b in cases:
         print(f"case {m} {n} {k} {layout}")
         mx.eval(mx.matmul(a, b))
         for _, spec in variants:
-            mx.eval(ops.launch(spec, a, b))
+            mx.eval(launcher.launch(spec, a, b))
     return 0
 
 

@@ -19,8 +19,8 @@ import sys
 
 import mlx.core as mx  # noqa: E402
 
-from mlx_sgemm import ops
 from mlx_sgemm.bench import accuracy, timing
+from mlx_sgemm.build import launcher
 from mlx_sgemm.dispatch import device, kernel_choice
 from mlx_sgemm.dispatch.problem import plan  # noqa: E402
 
@@ -46,7 +46,7 @@ def main() -> int:
                 continue
             spec = kernel_choice._hopper(PRECISION, bm)
             for s in (1, 2, 4, 8, 16):
-                f = mx.compile(lambda x, y, spec=spec, s=s: ops.launch(spec, x, y, k_splits=s))
+                f = mx.compile(lambda x, y, spec=spec, s=s: launcher.launch(spec, x, y, k_splits=s))
                 t = timing.median_seconds(lambda: f(a, b))
                 out.append(f"BM{bm}/{s}:{t * 1e6:.1f}")
         print(" ".join(out), flush=True)

@@ -18,6 +18,7 @@ from mlx.utils import tree_map_with_path
 
 from . import ops
 
+
 class _OurProduct:
     """The kernel choice every layer here shares (a plain attribute, not a parameter)."""
 

@@ -10,135 +10,15 @@ gradient plumbing is the same.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from typing import Callable
 
 import mlx.core as mx
 
-from .build import registry, specs, tensormap
+from .build import launcher, specs
+from .build.launcher import poisoned_outputs  # noqa: F401 (mlx_sgemm.poisoned_outputs)
 from .dispatch import device, kernel_choice, tuning_cache
-from .dispatch.problem import TENSOR_MAPS, Plan, check_operand, plan
-
-_poison = False
-
-
-@contextlib.contextmanager
-def poisoned_outputs():
-    """Fill every kernel output with NaN before the kernel runs (for tests).
-
-    An element the kernel forgets to write then stays NaN and fails any check,
-    where an uninitialised buffer could hold a plausible stale value.
-    """
-    global _poison
-    previous, _poison = _poison, True
-    try:
-        yield
-    finally:
-        _poison = previous
-
-
-@functools.lru_cache(maxsize=4096)
-def _params_array(params: tuple[int, ...]) -> mx.array:
-    """The ``params`` input, made once per distinct value. On CUDA a fresh
-    mx.array per call cost 20-60 us (measured on an H200: MLX places arrays in
-    managed memory), more than a small product itself."""
-    return mx.array(params, dtype=mx.int32)
-
-
-def launch(
-    spec: specs.KernelSpec, a: mx.array, b: mx.array, stream=None, *, k_splits: int = 1, **extra,
-) -> mx.array:
-    """Run one kernel on validated float32 operands; the result has matmul's shape.
-
-    ``k_splits`` > 1 splits K (any kernel: locate_tile): each threadgroup computes
-    one stretch of K into a partial product of its own, and the partial products
-    are summed here. ``extra`` holds any inputs beyond a, b and params that the
-    spec names (``c_in`` and ``scalars`` for the fused gemm).
-    """
-    return _launcher(spec, a.shape, b.shape, k_splits)(a, b, stream, extra)
-
-
-def kernel_call(spec: specs.KernelSpec, p: Plan, k_splits: int = 1):
-    """The kernel object, its ``params`` input and the launch's shape arguments
-    for one (kernel, problem, split): what a call of the kernel object needs
-    besides the operands (benchmarks/call_overhead.py calls it bare)."""
-    params, shape_args = launch_arguments(spec, p, k_splits)
-    return registry.kernel(spec), _params_array(tuple(params)), shape_args
-
-
-def launch_arguments(spec: specs.KernelSpec, p: Plan, k_splits: int = 1) -> tuple[list[int], dict]:
-    """``params`` (as a list) and the kernel object's shape arguments (outputs,
-    grid, threadgroup, template) for one (kernel, problem, split)."""
-    output_shapes = [p.kernel_out_shape(k_splits)]
-    params = p.params(spec.block_m, spec.block_n, k_splits)
-    grid = p.grid(spec.block_m, spec.block_n, spec.threadgroup, k_splits)
-    if spec.tensor_maps:
-        # A's and B's maps for the TMA, and a slot for each block's copies of
-        # them, from the first 128-byte boundary of the output (tile_wgmma.cu) on.
-        assert len(params) <= TENSOR_MAPS, "the batch shape runs into the tensor maps"
-        # B's is of its rows in 32-column panels, B^T's (for a B that is a
-        # transposed view, x @ W.T: W's rows) of whole k-tiles of BN rows.
-        a_map = tensormap.swizzled_rows(p.M, p.K, spec.block_m)
-        b_map = tensormap.swizzled_rows(p.K, p.N, dict(spec.template)["BK"])
-        bt_map = tensormap.swizzled_rows(p.N, p.K, spec.block_n)
-        params += [0] * (TENSOR_MAPS - len(params)) + list(a_map) + list(b_map) + list(bt_map)
-        output_shapes.append((2 * tensormap.WORDS * (grid[0] // spec.threadgroup[0]) + tensormap.WORDS,))
-    shape_args = dict(
-        output_shapes=output_shapes,
-        output_dtypes=[mx.float32] * len(output_shapes),
-        grid=grid,
-        threadgroup=spec.threadgroup,
-        template=list(spec.template) or None,
-    )
-    return params, shape_args
-
-
-@functools.lru_cache(maxsize=4096)
-def _launcher(spec: specs.KernelSpec, a_shape: tuple, b_shape: tuple, k_splits: int):
-    """``launch`` for one (kernel, operand shapes, split), with everything that
-    depends on those alone worked out once: the plan, the kernel object, its
-    ``params`` input, the grid and the reshapes. On a small product the per-call
-    Python is a visible share of the time (benchmarks/NOTES.md, per-call cost)."""
-    p = plan(a_shape, b_shape)
-    if p.empty:
-        return lambda a, b, stream, extra: mx.zeros(p.out_shape, dtype=mx.float32, stream=stream)
-    kernel, params, shape_args = kernel_call(spec, p, k_splits)
-    # Reshapes are free for contiguous arrays; a strided view whose batch dims
-    # must merge (or a 1-D operand of a view) is copied here, once.
-    a_kernel_shape = p.a_shape if a_shape != p.a_shape else None
-    b_kernel_shape = p.b_shape if b_shape != p.b_shape else None
-    out_shape = p.out_shape if p.kernel_out_shape() != p.out_shape else None
-    plain = spec.input_names == specs.INPUT_NAMES
-
-    def run(a, b, stream, extra):
-        if a_kernel_shape:
-            a = a.reshape(a_kernel_shape, stream=stream)
-        if b_kernel_shape:
-            b = b.reshape(b_kernel_shape, stream=stream)
-        if plain:
-            inputs = [a, b, params]
-        else:
-            named = dict(extra, a=a, b=b, params=params)
-            if "c_in" in named:
-                named["c_in"] = as_kernel_output(named["c_in"], p, stream)
-            inputs = [named[name] for name in spec.input_names]
-        c = kernel(  # c, and for a TMA kernel its blocks' tensor maps (not used after)
-            inputs=inputs, **shape_args, init_value=float("nan") if _poison else None, stream=stream,
-        )[0]
-        if k_splits > 1:
-            c = mx.sum(c, axis=0, stream=stream)
-        return c.reshape(out_shape, stream=stream) if out_shape is not None else c
-
-    return run
-
-
-def as_kernel_output(c: mx.array, p: Plan, stream=None) -> mx.array:
-    """``c`` laid out like the kernel's output: broadcast to the product's shape,
-    batch dims merged (and 1-D operands' M or N restored) as the kernel sees
-    them, row-contiguous. (How the fused gemm reads its C input.)"""
-    c = mx.broadcast_to(c, p.out_shape, stream=stream)
-    return mx.contiguous(c.reshape(p.kernel_out_shape(), stream=stream), stream=stream)
+from .dispatch.problem import Plan, check_operand, plan
 
 
 def _sum_to(x: mx.array, shape: tuple[int, ...], stream) -> mx.array:
@@ -238,7 +118,7 @@ def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool, *dep
         a_shape = (*a_shape[:-1], a_shape[-1] + pad_k)
         b_shape = (*b_shape[:-2], b_shape[-2] + pad_k, b_shape[-1] + pad_n)
     how = choose(backend, plan(a_shape, b_shape))
-    return pad_k, pad_n, _launcher(how.spec, a_shape, b_shape, how.k_splits)
+    return pad_k, pad_n, launcher.prepared(how.spec, a_shape, b_shape, how.k_splits)
 
 
 # The calls made so far, by (choose, stream, pad, operand shapes): the state they
@@ -256,7 +136,7 @@ def _call_state(stream) -> tuple:
     """What a call's compiled function depends on besides its key: the backend
     (the default device, when no stream is named), the autotuner's entries and
     the poison flag."""
-    return device.backend(stream), tuning_cache.generation(), _poison
+    return device.backend(stream), tuning_cache.generation(), launcher.poisoned()
 
 
 def _run(choose, a, b, stream, pad: bool = False) -> mx.array:
@@ -272,7 +152,7 @@ def _run(choose, a, b, stream, pad: bool = False) -> mx.array:
     if backend == device.CPU_FALLBACK:
         plan(a.shape, b.shape)  # shape errors before anything is built
         return _differentiable(choose, backend, stream, pad)(a, b)
-    fn = _compiled(choose, backend, stream, pad, a.shape, b.shape, tuning_cache.generation(), _poison)
+    fn = _compiled(choose, backend, stream, pad, a.shape, b.shape, tuning_cache.generation(), launcher.poisoned())
     if len(_calls) >= MAX_CALLS:
         _calls.clear()
     _calls[(choose, stream, pad, a.shape, b.shape)] = (_call_state(stream), fn)
@@ -431,7 +311,7 @@ def _fused_gemm(alpha: float, beta: float, stream):
     def forward(a, b, c):
         a, b, c = (mx.stop_gradient(x) for x in (a, b, c))  # see _differentiable
         scalars = mx.array([alpha, beta], dtype=mx.float32)
-        return launch(specs.spec("gemm", device.METAL), a, b, stream, c_in=c, scalars=scalars)
+        return launcher.launch(specs.spec("gemm", device.METAL), a, b, stream, c_in=c, scalars=scalars)
 
     fused = mx.custom_function(forward)
 

@@ -41,7 +41,7 @@ def fake_hopper(monkeypatch):
         fast = dict(spec.template).get("STAGES") == 3 and splits == 1
         return 1e-3 if fast else 2e-3 + 1e-4 * splits
 
-    monkeypatch.setattr(autotuning.ops, "launch", launch)
+    monkeypatch.setattr(autotuning.launcher, "launch", launch)
     monkeypatch.setattr(timing, "median_seconds", median_seconds)
     return ran
 

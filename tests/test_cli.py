@@ -2,7 +2,7 @@
 
 import pytest
 
-from mlx_sgemm import __main__ as cli
+from mlx_sgemm import cli
 from mlx_sgemm.bench import measure, plots, results, tables
 
 from .conftest import HAS_GPU

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from mlx_sgemm import ops
+from mlx_sgemm.build import launcher
 from mlx_sgemm.dispatch import device, tuning_cache
 
 
@@ -19,13 +20,13 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(device, "name", lambda: "Fake H200")
     launches = []
 
-    def launcher(spec, a_shape, b_shape, k_splits):
+    def prepared(spec, a_shape, b_shape, k_splits):
         def run(a, b, stream, extra):
             launches.append((a_shape, b_shape))
             return mx.matmul(a, b, stream=stream)
         return run
 
-    monkeypatch.setattr(ops, "_launcher", launcher)
+    monkeypatch.setattr(launcher, "prepared", prepared)
     forget = lambda: (ops._compiled.cache_clear(), ops._route.cache_clear(), ops._calls.clear())  # noqa: E731
     forget()
     yield launches
@@ -68,7 +69,7 @@ def test_a_new_autotune_generation_or_poison_retraces(fake_cuda, monkeypatch):
     assert calls_that_ran_the_python(fake_cuda, product) == 0
     monkeypatch.setattr(tuning_cache, "_generation", tuning_cache.generation() + 1)
     assert calls_that_ran_the_python(fake_cuda, product) >= 1
-    with ops.poisoned_outputs():
+    with launcher.poisoned_outputs():
         assert calls_that_ran_the_python(fake_cuda, product) >= 1
 
 
@@ -109,7 +110,7 @@ def test_a_repeated_call_still_checks_its_operands(fake_cuda):
 
 def test_a_repeated_call_follows_the_backend(fake_cuda, monkeypatch):
     # A "kernel" whose results are marked (+1), to tell them from mx.matmul's.
-    monkeypatch.setattr(ops, "_launcher", lambda spec, a_shape, b_shape, k_splits: (
+    monkeypatch.setattr(launcher, "prepared", lambda spec, a_shape, b_shape, k_splits: (
         lambda a, b, stream, extra: mx.matmul(a, b, stream=stream) + 1))
     a, b = operands((5, 7), (7, 3))
     for _ in range(2):

@@ -15,9 +15,8 @@ import numpy as np
 import pytest
 
 import mlx_sgemm
-from mlx_sgemm import ops
 from mlx_sgemm.bench import accuracy
-from mlx_sgemm.build import specs
+from mlx_sgemm.build import launcher, specs
 
 from .conftest import GPU_BACKEND, requires_gpu
 
@@ -51,7 +50,7 @@ SPECS = {
 
 def run(s, a, b):
     with mlx_sgemm.poisoned_outputs():
-        return ops.launch(s, a, b)
+        return launcher.launch(s, a, b)
 
 
 def check(c, a, b, expected=None):

@@ -6,9 +6,8 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-from mlx_sgemm import ops
 from mlx_sgemm.bench import accuracy
-from mlx_sgemm.build import specs
+from mlx_sgemm.build import launcher, specs
 from mlx_sgemm.dispatch import device
 
 from .conftest import requires_gpu
@@ -28,8 +27,8 @@ def transposed_view(x):
 
 
 def check(spec, a, b, k_splits=1):
-    with ops.poisoned_outputs():
-        c = ops.launch(spec, a, b, k_splits=k_splits)
+    with launcher.poisoned_outputs():
+        c = launcher.launch(spec, a, b, k_splits=k_splits)
     assert not mx.any(mx.isnan(c)).item(), "an output was not written"
     error = accuracy.relative_error(np.array(c), np.array(a), np.array(b))
     assert error < TF32_BOUND, error
@@ -84,7 +83,7 @@ def test_products_in_flight_keep_their_fragments():
     next k-tile's fragments overwrote registers that queued products had yet to
     read, and 19 of 40 calls came out wrong."""
     a, b = a_rows_apart(1100, 1000, 1024), accuracy.random_operands((1, 1), (1000, 1100))[1]
-    outs = [ops.launch(SPEC, a, b) for _ in range(40)]
+    outs = [launcher.launch(SPEC, a, b) for _ in range(40)]
     mx.eval(*outs)
     a64, b64 = np.array(a).astype(np.float64), np.array(b).astype(np.float64)
     ref, scale = a64 @ b64, np.abs(a64) @ np.abs(b64)

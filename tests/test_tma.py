@@ -3,8 +3,7 @@ slots in the outputs, and what a machine without the CUDA driver gets."""
 
 import pytest
 
-from mlx_sgemm import ops
-from mlx_sgemm.build import specs, tensormap
+from mlx_sgemm.build import launcher, specs, tensormap
 from mlx_sgemm.dispatch import kernel_choice
 from mlx_sgemm.dispatch.problem import TENSOR_MAPS, plan
 
@@ -39,7 +38,7 @@ def test_params_carry_a_and_b_maps_after_the_batch_shape(monkeypatch):
 
     monkeypatch.setattr(tensormap, "swizzled_rows", fake)
     p = plan((2, 3, 300, 1000), (1000, 260))
-    params, args = ops.launch_arguments(TMA, p, k_splits=2)
+    params, args = launcher.launch_arguments(TMA, p, k_splits=2)
     # A's box: the block's 256 rows; B's: a 32-row k-tile; B^T's: the block's 128 columns.
     assert asked == [(300, 1000, 256), (1000, 260, 32), (260, 1000, 128)]
     assert len(params) == TENSOR_MAPS + 3 * tensormap.WORDS

@@ -77,7 +77,7 @@ def k_splits(backend: str, spec: specs.KernelSpec, p: Plan) -> int:
 
     Split-K pays when the output has fewer tiles than the GPU has SMs while K
     is long: each split's threadgroups then take a stretch of K, and the partial
-    products are summed afterwards (ops.launch). Every kernel can split, but the
+    products are summed afterwards (launcher.launch). Every kernel can split, but the
     heuristic splits only the Hopper pipeline, the one measured (the autotuner
     tries splits everywhere). The splits stay within one wave of threadgroups:
     a partly filled second wave takes as long as a full one (64 tiles split 3

@@ -2,7 +2,7 @@
 
 The source is built by :func:`mlx_sgemm.build.signatures.metal_source` from the same
 :class:`~mlx_sgemm.build.specs.KernelSpec` the registry gives ``mx.fast.metal_kernel``,
-the launch is shaped by :func:`mlx_sgemm.dispatch.problem.plan` as in ``ops.launch``, and
+the launch is shaped by :func:`mlx_sgemm.dispatch.problem.plan` as in ``launcher.launch``, and
 the buffers are bound in the order MLX's ``CustomKernel::eval_gpu`` binds them.
 Only three things are done to the text before clang sees it, each keeping the
 line count, so that line numbers in errors are lines of the MLX source:
@@ -427,12 +427,12 @@ def matmul(
     alpha: float = 1.0, beta: float = 0.0, seed: int = 0, align_end: bool = True,
     stats: dict[str, int] | None = None, k_splits: int = 1,
 ) -> np.ndarray:
-    """``a @ b`` with a Metal kernel on the CPU, launched as ``mlx_sgemm.ops.launch`` does.
+    """``a @ b`` with a Metal kernel on the CPU, launched as ``mlx_sgemm.launcher.launch`` does.
 
     Operands of any strides are bound as MLX binds them (see
     :func:`strided_buffer`); ``c``, ``alpha``, ``beta``: see
     :func:`launch_inputs`; ``stats``: see :func:`dispatch`; ``k_splits``: K
-    split that many ways, the partial products summed here (as ops.launch does).
+    split that many ways, the partial products summed here (as launcher.launch does).
     """
     p, inputs = launch_inputs(spec, a, b, c=c, alpha=alpha, beta=beta, k_splits=k_splits)
     prog = program(spec, array_infos(inputs))
