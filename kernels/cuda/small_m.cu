@@ -1,4 +1,10 @@
-#include "sgemm.cuh"
+#include "sgemm/async_copy.cuh"
+#include "sgemm/dispatch.cuh"
+#include "sgemm/epilogue.cuh"
+#include "sgemm/operand.cuh"
+#include "sgemm/params.cuh"
+#include "sgemm/schedule.cuh"
+#include "sgemm/warp_reduce.cuh"
 // small_m: C = A @ B when A has few rows (M <= 8: a token's activations against
 // a weight matrix), in plain FP32 FMAs.
 //
@@ -47,17 +53,10 @@
 // Measured on an H200, BN 32, 8 warps, 4 stages, the kernel alone (Nsight
 // Compute, L2 flushed; cuBLAS or MLX's gemv for mx.matmul in brackets): 4096 x
 // 4096, M = 1: 21.3 us = 3.1 TB/s (19.0 us); N or K = 14336, M = 1: 3.5-4.1
-// TB/s (4.0); M = 8, x @ W.T: 2.3-3.1 TB/s (3.0-3.7). The kernel this replaced
-// (B in registers, 8 rows of FMAs a step, 4 warps a block): 1.4-2.9 TB/s.
-// Tried and not kept: B's ring alone, A loaded from L1 / L2 at each step
-// (0.9-2.6 TB/s, worse with more stages: the ring's shared memory took L1 from
-// A, and from the lambdas' captures that a non-inlined main loop rereads
-// through the stack after every barrier); on top of it split-K across clusters
-// of 2-8 blocks adding their partial sums through distributed shared memory
-// (slower at every shape: more blocks of the same slow kind); blocks of 1024
-// threads with B in registers (64 registers a thread: spills); 512 with the
-// next step's loads in flight (2.3-3.1 TB/s at M = 1, 1.0-1.6 at M = 8); here,
-// 16 warps, or BN 16 for more blocks per SM (10-15% slower per call).
+// TB/s (4.0); M = 8, x @ W.T: 2.3-3.1 TB/s (3.0-3.7). B through registers,
+// B's ring alone with A read from L1 / L2 at each step, split-K across
+// clusters, 16 warps and BN 16 were all slower (docs/performance-log.md,
+// "small_m: B and A through a ring of cp.async windows").
 constexpr int BLOCK_M = 8;  // rows of C per block (= the spec's block_m)
 constexpr int THREADS = 32 * WARPS;
 constexpr int STEP = 4;                      // float4s of B a thread takes per window

@@ -1,4 +1,9 @@
-#include "sgemm.cuh"
+#include "sgemm/dispatch.cuh"
+#include "sgemm/epilogue.cuh"
+#include "sgemm/operand.cuh"
+#include "sgemm/params.cuh"
+#include "sgemm/schedule.cuh"
+#include "sgemm/warp_reduce.cuh"
 // small_m_wide: C = A @ B for few rows of A (M <= 4 per block) against a B of
 // thousands of columns (a token against a weight matrix), in plain FP32 FMAs,
 // B loaded straight into registers.
@@ -10,7 +15,8 @@
 // (adaptive.py, WIDE_N), the plainest way reads B faster: every warp reading
 // 512 contiguous bytes per load, straight into registers, several loads in
 // flight, no shared memory and no barrier until the end. (ncu, 4x14336x4096:
-// 57 us on an H200 against cuBLAS's 90; benchmarks/NOTES.md, session 6.)
+// 57 us on an H200 against cuBLAS's 90; docs/performance-log.md,
+// "small_m_wide against cuBLAS, kernel for kernel".)
 //
 // A block owns BLOCK_M = 4 rows of C and BN = 128 columns; WARPS warps. How the
 // warps split that work follows B's layout:

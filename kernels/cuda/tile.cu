@@ -1,4 +1,4 @@
-#include "sgemm.cuh"
+#include "sgemm/schedule.cuh"
 // Stage 2, tile_16 / tile_32: shared-memory tiling (TILE is 16 or 32).
 //
 // A TILE x TILE block of threads computes a TILE x TILE block of C. Each step

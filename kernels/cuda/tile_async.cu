@@ -1,4 +1,9 @@
-#include "sgemm.cuh"
+#include "sgemm/async_copy.cuh"
+#include "sgemm/dispatch.cuh"
+#include "sgemm/mma_sync.cuh"
+#include "sgemm/operand.cuh"
+#include "sgemm/schedule.cuh"
+#include "sgemm/smem_tile.cuh"
 // Stage 5, tile_async: hide memory latency behind the matrix units.
 //
 // In tile_simdgroup every k-step waits for its tiles to arrive from device

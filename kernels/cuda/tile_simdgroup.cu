@@ -1,4 +1,9 @@
-#include "sgemm.cuh"
+#include "sgemm/dispatch.cuh"
+#include "sgemm/load.cuh"
+#include "sgemm/mma_sync.cuh"
+#include "sgemm/operand.cuh"
+#include "sgemm/schedule.cuh"
+#include "sgemm/smem_tile.cuh"
 // Stage 4, tile_simdgroup: the matrix units. NVIDIA's counterpart of Metal's
 // simdgroup_float8x8 is the warp-wide tensor-core product mma.sync; a warp
 // multiplies a 16x8 by an 8x8 tile in one instruction.

@@ -1,4 +1,8 @@
-#include "sgemm.cuh"
+#include "sgemm/dispatch.cuh"
+#include "sgemm/epilogue.cuh"
+#include "sgemm/load.cuh"
+#include "sgemm/operand.cuh"
+#include "sgemm/schedule.cuh"
 // Stage 3, tile_threads: register tiling. Each thread computes TM x TN = 8x16
 // outputs of a BM x BN = 128x256 block with 256 threads.
 //
@@ -13,9 +17,9 @@
 // 128x256 (the spec's bound), rather than two of 128x128, because the wider
 // block copies fewer k-tile values per FMA (384 per 128 x 256 outputs against
 // 256 per 128 x 128): 7% faster on an H200 and an H100 at 4096^3 and 8192^3
-// (benchmarks/NOTES.md, session 9). Seed 000's 4x4-per-thread, 8x8-thread
-// layout suits the smaller Apple register file; see
-// kernels/metal/tile_threads.metal.
+// (docs/performance-log.md, "tile_threads: one 128x256 block per SM"). The M2
+// SGEMM journey's 4x4-per-thread, 8x8-thread layout suits the smaller Apple
+// register file; see kernels/metal/tile_threads.metal.
 static_assert(TM % 4 == 0 && TN % 4 == 0, "a thread's rows and columns come in runs of 4");
 constexpr int THREADS = (BM / TM) * (BN / TN);
 
@@ -87,7 +91,8 @@ sgemm::with_layouts(t.A.transposed(), t.B, [&](auto a_layout, auto b_layout) SGE
   // k's TM x TN FMAs to arrive. With two warps a scheduler nothing else hides
   // that latency (ncu: the FMAs stalled on the reads), and left to itself the
   // compiler, at the 255-register cap, issued each read a few FMAs ahead.
-  // H200, 4096^3: 36.1-36.9 -> 38.4-38.9 TFLOP/s (benchmarks/NOTES.md).
+  // H200, 4096^3: 36.1-36.9 -> 38.4-38.9 TFLOP/s (docs/performance-log.md,
+  // "tile_threads: fragments read a k ahead").
   int buf = 0;  // the shared-memory buffer the threads compute on
   float av[2][TM], bv[2][TN];
   auto read_fragments = [&](int set, int k) {

@@ -1,13 +1,25 @@
-#include "sgemm.cuh"
+#include "sgemm/async_copy.cuh"
+#include "sgemm/dispatch.cuh"
+#include "sgemm/operand.cuh"
+#include "sgemm/params.cuh"
+#include "sgemm/producer_consumer.cuh"
+#include "sgemm/schedule.cuh"
+#include "sgemm/smem_tile.cuh"
+#include "sgemm/swizzled_tile.cuh"
+#include "sgemm/tf32.cuh"
+#include "sgemm/tma.cuh"
+#include "sgemm/wgmma.cuh"
 // Specialized for Hopper: warpgroup MMA (wgmma), fed by a producer warpgroup.
 //
 // The mma.sync kernels are bound by instruction issue, not by the tensor cores
-// (benchmarks/NOTES.md): per m16n8k8 product a thread also loads and splits its
-// fragments. A wgmma m64n128k8 does 16 such products for one issue slot and
-// reads one operand from shared memory itself. What is left around it (the
-// copies, most of the 3xTF32 split) is given to warps of its own, so that it
-// runs beside the products instead of between them (measured: in the same
-// warps it cost as much time as the products).
+// (docs/performance-log.md, "mma.sync kernels are bound by instruction
+// issue"): per m16n8k8 product a thread also loads and splits its fragments.
+// A wgmma m64n128k8 does 16 such products for one issue slot and reads one
+// operand from shared memory itself. What is left around it (the copies, most
+// of the 3xTF32 split) is given to warps of its own, so that it runs beside
+// the products instead of between them (in the same warps it cost as much
+// time as the products: docs/performance-log.md, "tile_wgmma: producer and
+// consumer warpgroups").
 //
 // TF32 wgmma wants its shared-memory operand K-major. Of C = A B that is A
 // (row-major A: its k runs fastest already); B (row-major: its n runs fastest)
@@ -45,16 +57,18 @@
 // 16 bytes. Operands the tensor maps do not describe (a transposed A, other
 // strides, a map the host could not make) are copied as without TMA. H200,
 // 8192^3 run for seconds (benchmarks/power.py): 308 TFLOP/s with cp.async, 318
-// with TMA (benchmarks/NOTES.md, session 8). A multicast to pairs of blocks
-// (thread-block clusters) is faster still, but MLX's CUDA graphs run a custom
-// kernel's compiled-in cluster shape into other kernels (session 9;
-// benchmarks/experiments/tma-pairs.patch).
+// with TMA (docs/performance-log.md, "tile_wgmma: A and B by TMA"). A
+// multicast to pairs of blocks (thread-block clusters) would be faster still,
+// but MLX's CUDA graphs carry a custom kernel's compiled-in cluster shape into
+// other kernels (docs/performance-log.md, "TMA multicast pairs and MLX's CUDA
+// graphs").
 // x @ W.T (B a transposed view of a row-major W) is the exception to "B goes
 // through registers": B^T is then K-major, as wgmma wants it. In the TMA
 // kernel the TMA copies B^T's rows (W's) into a SwizzledTile like A's, and
 // each product reads both operands from shared memory by descriptor
 // (sgemm::wgmma_tf32_ss): no fragment loads. H200, TF32, 2048^3-8192^3:
-// +15-19% (session 9).
+// +15-19% (docs/performance-log.md, "x @ W.T in TF32: both operands by
+// descriptor").
 //
 // SPLIT (float32 accuracy): small*big + big*small + big*big per k8 step, into
 // a fresh accumulator per k-tile that the FP32 units add to the running sum
@@ -93,9 +107,9 @@ constexpr int STAGE_FLOATS = A_PARTS * A_FLOATS + B_FLOATS;
 // (mlx_sgemm/specs.py).
 // The offset is added to the shared array itself, not to its address as an
 // integer: a pointer derived from a __shared__ array stays one the compiler
-// knows is shared, so reads through it are LDS. Rounded through size_t, the
-// B fragments were read with generic loads (LD.E), slower to reach the same
-// memory.
+// knows is shared, so reads through it are LDS, not generic loads (LD.E),
+// which are slower to reach the same memory (docs/performance-log.md,
+// "tile_wgmma reads shared memory as shared memory").
 extern __shared__ float4 smem_float4[];
 float* const smem = reinterpret_cast<float*>(smem_float4) +
                     (1024 - static_cast<uint32_t>(__cvta_generic_to_shared(smem_float4)) % 1024) % 1024 / 4;
@@ -287,10 +301,10 @@ if (warpgroup == 0) {
           // written (PTX ISA, wgmma.mma_async). Each step is a group of its
           // own, so step s's registers are free once no more than the STEPS
           // - 1 groups after k-tile kt - 1's step s are running. (Waiting
-          // per k-tile, the next k-tile's fragments went into registers that
-          // products still queued had yet to read: one warpgroup's columns
-          // off by up to 4% in 40 of 40 calls once B came by TMA, rarely
-          // without; benchmarks/NOTES.md, session 8.)
+          // per k-tile would put the next k-tile's fragments into registers
+          // that queued products have yet to read: wrong columns of C;
+          // docs/performance-log.md, "wgmma register operands rewritten in
+          // flight".)
           sgemm::wgmma_wait<STEPS - 1>();
         }
         const int k8 = ATile::offset(0, 8 * s);  // the k8 slice of each A part
@@ -333,9 +347,10 @@ if (warpgroup == 0) {
       // step's fragments (above) saw k-tile kt - 1's done. Otherwise the
       // k-tile's products are waited for here: with SPLIT all 12 products'
       // fragment registers stay live until they complete, so waiting every
-      // k-tile is what the registers allow (waiting every 2 k-tiles made
+      // k-tile is what the registers allow (waiting every 2 k-tiles makes
       // ptxas serialize the products: too few registers; waiting per k8 step
-      // with the sum folded every 2 k-tiles gained nothing: benchmarks/NOTES.md).
+      // with the sum folded every 2 k-tiles gains nothing:
+      // docs/performance-log.md, "tile_wgmma: when the consumers wait").
       if (IN_FLIGHT) {
         if (kt >= 1) release(kt - 1);
       } else {

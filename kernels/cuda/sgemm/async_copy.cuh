@@ -1,0 +1,145 @@
+// Asynchronous copies (cp.async, sm_80+): device memory -> shared memory without
+// registers, so later k-tiles load while the warps compute; tiles, float4s, copy plans.
+#ifndef MLX_SGEMM_ASYNC_COPY_CUH
+#define MLX_SGEMM_ASYNC_COPY_CUH
+
+#include "operand.cuh"
+#include "smem_tile.cuh"
+#include "swizzled_tile.cuh"
+
+namespace sgemm {
+
+// Copy `bytes` (16 or 4) from gmem to smem; source bytes past `src_bytes` are
+// not read and their destination is zero-filled (how edge tiles get zeros).
+template <int BYTES>
+__device__ inline void cp_async(float* smem, const float* gmem, int src_bytes) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(dst), "l"(gmem), "r"(src_bytes));
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+                 :: "r"(dst), "l"(gmem), "r"(src_bytes));
+  }
+}
+
+__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// Wait until at most N committed groups are still in flight.
+template <int N>
+__device__ inline void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+
+// Start copying the 4 neighbours of (r, c) in direction L (along a row / down
+// a column) into smem[0..3], zeros outside x: one 16-byte copy when x
+// vectorizes in that direction (`vector`, with r or c a multiple of 4), a
+// partial one at the matrix's edge; else 4-byte copies. The tile copies below
+// use it for their 16-byte chunks; small_m for each of its float4s.
+template <Layout L>
+__device__ inline void cp_async_float4(float* smem, const Operand& x, int r, int c, bool vector) {
+  const int dr = L == COL_MAJOR, dc = L == ROW_MAJOR;
+  const bool line = L == ROW_MAJOR ? r < x.rows : c < x.cols;  // the row (column) exists
+  const int valid = line ? max(0, min(4, L == ROW_MAJOR ? x.cols - c : x.rows - r)) : 0;
+  if (vector) {
+    cp_async<16>(smem, valid ? &x.p[r * x.rs + c * x.cs] : x.p, 4 * valid);
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const bool in = e < valid;
+    cp_async<4>(smem + e, in ? &x.p[(r + e * dr) * x.rs + (c + e * dc) * x.cs] : x.p, in ? 4 : 0);
+  }
+}
+
+// Start copying the ROWS x COLS tile of x at (r0, c0) into shared memory
+// (laid out as SmemTile<L, ROWS, COLS>), zeros outside x. With 16-byte aligned
+// rows (columns): one 16-byte copy per 4 elements, a partial one at the edge.
+// Otherwise (odd strides): 4-byte copies, consecutive threads walking x's
+// contiguous direction.
+template <int ROWS, int COLS, int THREADS, Layout L>
+__device__ inline void cp_async_tile(float* smem, const Operand& x, int r0, int c0) {
+  using Tile = SmemTile<L, ROWS, COLS>;
+  constexpr bool ROW = L == ROW_MAJOR;
+  constexpr int LINE = Tile::LINE;  // contiguous extent of the tile
+  constexpr int VECTORS = ROWS * COLS / 4;
+  static_assert(VECTORS % THREADS == 0, "every thread copies the same amount");
+  if (x.vectorizes<L>()) {
+#pragma unroll
+    for (int j = 0; j < VECTORS / THREADS; ++j) {
+      const Chunk ch = Tile::chunk(j * THREADS + threadIdx.x);
+      cp_async_float4<L>(smem + ch.smem, x, r0 + ch.r, c0 + ch.c, true);
+    }
+  } else {
+#pragma unroll 1  // rolled: unrolled, the addresses would stay live in registers
+    for (int i = threadIdx.x; i < ROWS * COLS; i += THREADS) {
+      const int line = i / LINE, pos = i % LINE;
+      const int gr = r0 + (ROW ? line : pos), gc = c0 + (ROW ? pos : line);
+      const bool valid = gr < x.rows && gc < x.cols;
+      cp_async<4>(smem + line * Tile::LD + pos, valid ? &x.p[gr * x.rs + gc * x.cs] : x.p,
+                  valid ? 4 : 0);
+    }
+  }
+}
+
+// Start copying the ROWS x BK tile of x at (r0, k0) into a SwizzledTile,
+// zeros outside x: 16-byte copies when x has layout L = ROW_MAJOR with 16-byte
+// aligned rows (the k-major tile is then x's own orientation), else 4-byte
+// copies with consecutive threads walking x's contiguous direction (a
+// transposed view is transposed on the way in).
+template <int ROWS, int BK, int THREADS, Layout L>
+__device__ inline void cp_async_swizzled_tile(float* smem, const Operand& x, int r0, int k0) {
+  using Tile = SwizzledTile<ROWS, BK>;
+  constexpr int VECTORS = ROWS * BK / 4;
+  static_assert(VECTORS % THREADS == 0, "every thread copies the same amount");
+  if (L == ROW_MAJOR && x.vectorizes<ROW_MAJOR>()) {
+#pragma unroll 1  // edge tiles only (tile_wgmma copies the others by a CopyPlan): rolled, no addresses kept live
+    for (int j = 0; j < VECTORS / THREADS; ++j) {
+      const Chunk ch = Tile::chunk(j * THREADS + threadIdx.x);
+      cp_async_float4<ROW_MAJOR>(smem + ch.smem, x, r0 + ch.r, k0 + ch.c, true);
+    }
+  } else {
+#pragma unroll 1  // rolled: unrolled, the addresses would stay live in registers
+    for (int i = threadIdx.x; i < ROWS * BK; i += THREADS) {
+      const int r = L == COL_MAJOR ? i % ROWS : i / BK, k = L == COL_MAJOR ? i / ROWS : i % BK;
+      const bool valid = r0 + r < x.rows && k0 + k < x.cols;
+      cp_async<4>(smem + Tile::offset(r, k), valid ? &x.p[(r0 + r) * x.rs + (k0 + k) * x.cs] : x.p,
+                  valid ? 4 : 0);
+    }
+  }
+}
+
+// The 16-byte copies one thread makes of every k-tile of a tile that lies
+// wholly inside its operand (Tile: SmemTile or SwizzledTile), worked out
+// once: copy j of k-tile kt reads src + kt * k_step + j * j_step and writes
+// smem + j * smem_step of the stage. Chunk j + 1 of a thread is chunk j moved
+// by THREADS chunks, the same move for every j (whole lines of the tile per
+// step), so two strides say it all. The general copy spends ~30
+// instructions of index arithmetic and bounds checks per copy; this, ~3
+// (measured with ncu on tile_wgmma: its producer warps issued ~700
+// instructions per k-tile, ~470 of them for 16 copies, and the consumers
+// waited for them; docs/performance-log.md, "tile_wgmma: copies by a plan
+// made once").
+struct CopyPlan {
+  const float* src;
+  int64_t j_step, k_step;  // elements
+  int smem, smem_step;     // floats
+
+  template <typename Tile, int THREADS>
+  __device__ static CopyPlan of(const Operand& x, int r0, int c0, int64_t k_step) {
+    static_assert(THREADS % Tile::LINE_CHUNKS == 0, "each step moves by whole lines");
+    const Chunk first = Tile::chunk(threadIdx.x), next = Tile::chunk(threadIdx.x + THREADS);
+    auto address = [&](const Chunk& ch) { return x.p + (r0 + ch.r) * x.rs + (c0 + ch.c) * x.cs; };
+    return {address(first), address(next) - address(first), k_step, first.smem,
+            next.smem - first.smem};
+  }
+
+  template <int COPIES>
+  __device__ void copy(float* stage, int kt) const {
+    const float* s = src + kt * k_step;
+#pragma unroll
+    for (int j = 0; j < COPIES; ++j) cp_async<16>(stage + smem + j * smem_step, s + j * j_step, 16);
+  }
+};
+
+}  // namespace sgemm
+
+#endif  // MLX_SGEMM_ASYNC_COPY_CUH

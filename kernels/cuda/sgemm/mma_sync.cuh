@@ -1,0 +1,140 @@
+// Tensor-core products by mma.sync (m16n8k8 TF32, 3xTF32) and the warp tiles built of
+// them: one warp's MI x NI share of a block, multiplied from shared memory and stored to C.
+#ifndef MLX_SGEMM_MMA_SYNC_CUH
+#define MLX_SGEMM_MMA_SYNC_CUH
+
+#include "schedule.cuh"
+#include "tf32.cuh"
+
+namespace sgemm {
+
+// D += A * B for one m16n8k8 tile: A 16x8 row-major (4 registers per thread),
+// B 8x8 column-major (2 registers), D 16x8 float32 (4 registers). Fragment
+// layout, with g = lane / 4 and t = lane % 4:
+//   a0 (g, t)  a1 (g+8, t)  a2 (g, t+4)  a3 (g+8, t+4)
+//   b0 (t, g)  b1 (t+4, g)
+//   d0 (g, 2t) d1 (g, 2t+1) d2 (g+8, 2t) d3 (g+8, 2t+1)
+__device__ inline void mma_m16n8k8_tf32(
+    float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// d += A * B to float32 accuracy with three TF32 tensor-core products (see
+// SplitTF32); the a_small * b_small term falls below float32 rounding.
+__device__ inline void mma_3xtf32(
+    float (&d)[4],
+    const uint32_t (&a_big)[4], const uint32_t (&a_big_finite)[4], const uint32_t (&a_small)[4],
+    const uint32_t (&b_big)[2], const uint32_t (&b_big_finite)[2], const uint32_t (&b_small)[2]) {
+  mma_m16n8k8_tf32(d, a_small, b_big_finite);
+  mma_m16n8k8_tf32(d, a_big_finite, b_small);
+  mma_m16n8k8_tf32(d, a_big, b_big);
+}
+
+// acc += As * Bs over one shared-memory k-tile, for the warp whose WM x WN
+// output tile starts at (wm0, wn0) of the block. As holds the block's BM x BK
+// tile of A, Bs the BK x BN tile of B, laid out as ATile / BTile (SmemTile:
+// either orientation). With the padded strides a warp's fragment reads (8 rows
+// x 4 columns of A, 4 x 8 of B) hit 32 different banks in either orientation.
+//
+// SPLIT selects 3xTF32 (float32 accuracy). The tensor cores add into their
+// accumulator rounding toward zero, so letting them accumulate over all of K
+// biases every step the same way and the error grows with K (measured on an
+// H200: 25x cuBLAS SGEMM's at K = 4096; docs/performance-log.md, "3xTF32
+// accuracy: sums outside the tensor cores"). So the k-tile's products go into a
+// fresh accumulator `part`, which the FP32 units, rounding to nearest, add to
+// `acc` (after Ootomo & Yokota, 2022). Without SPLIT: one TF32 product per step,
+// accumulated by the tensor cores, like cuBLAS's TF32 mode.
+template <int MI, int NI, int BK, typename ATile, typename BTile, bool SPLIT>
+__device__ inline void warp_tile_mma(
+    float (&acc)[MI][NI][4], const float* As, const float* Bs, int wm0, int wn0) {
+  const int lane = threadIdx.x % 32;
+  const int g = lane / 4, tg = lane % 4;  // this lane's fragment coordinates
+  float part[MI][NI][4] = {};
+  float (&sum)[MI][NI][4] = SPLIT ? part : acc;
+#pragma unroll
+  for (int kk = 0; kk < BK; kk += 8) {
+    // Split each A fragment element once; it serves NI products. B's fragments
+    // are split one n8 tile at a time, which saves registers for accumulators.
+    uint32_t a_big[MI][4], a_big_finite[MI][4], a_small[MI][4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+      const int r = wm0 + i * 16 + g, k = kk + tg;
+      const float v[4] = {ATile::at(As, r, k), ATile::at(As, r + 8, k),
+                          ATile::at(As, r, k + 4), ATile::at(As, r + 8, k + 4)};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (SPLIT) {
+          const SplitTF32 s = split_tf32(v[e]);
+          a_big[i][e] = s.big;
+          a_big_finite[i][e] = s.big_finite;
+          a_small[i][e] = s.small;
+        } else {
+          a_big[i][e] = to_tf32(v[e]);
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < NI; ++j) {
+      const int k = kk + tg, col = wn0 + j * 8 + g;
+      uint32_t b_big[2], b_big_finite[2], b_small[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float v = BTile::at(Bs, k + 4 * e, col);
+        if (SPLIT) {
+          const SplitTF32 s = split_tf32(v);
+          b_big[e] = s.big;
+          b_big_finite[e] = s.big_finite;
+          b_small[e] = s.small;
+        } else {
+          b_big[e] = to_tf32(v);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < MI; ++i) {
+        if (SPLIT) {
+          mma_3xtf32(sum[i][j], a_big[i], a_big_finite[i], a_small[i],
+                     b_big, b_big_finite, b_small);
+        } else {
+          mma_m16n8k8_tf32(sum[i][j], a_big[i], b_big);
+        }
+      }
+    }
+  }
+  if (SPLIT) {
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] += part[i][j][e];
+  }
+}
+
+// Write a warp's MI x NI accumulator tiles to C, dropping what overhangs it.
+template <int MI, int NI>
+__device__ inline void store_warp_tile(
+    const Tile& t, const float (&acc)[MI][NI][4], int wm0, int wn0) {
+  const int lane = threadIdx.x % 32;
+  const int g = lane / 4, tg = lane % 4;
+#pragma unroll
+  for (int i = 0; i < MI; ++i) {
+#pragma unroll
+    for (int j = 0; j < NI; ++j) {
+      const int row = t.row0 + wm0 + i * 16 + g;
+      const int col = t.col0 + wn0 + j * 8 + 2 * tg;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = row + (e / 2) * 8, c = col + e % 2;
+        if (r < t.M && c < t.N) t.C[r * t.ldc + c] = acc[i][j][e];
+      }
+    }
+  }
+}
+
+}  // namespace sgemm
+
+#endif  // MLX_SGEMM_MMA_SYNC_CUH

@@ -1,0 +1,85 @@
+// Which block of C a threadgroup computes (Tile, locate_tile): its tile of C, its
+// batch entry and stretch of K, and the order the blocks walk the tiles in (GROUP_M).
+#ifndef MLX_SGEMM_SCHEDULE_CUH
+#define MLX_SGEMM_SCHEDULE_CUH
+
+#include "operand.cuh"
+#include "params.cuh"
+
+namespace sgemm {
+
+// One threadgroup's job: one block of C in one batch entry, the operands of that
+// batch entry, and where its block of C goes (C is always row-major).
+struct Tile {
+  int M, N, K;
+  int row0, col0;  // first row and column of C this block writes
+  int k0;          // where its stretch of K starts (split-K); A and B start there already
+  Operand A, B;    // M x K and K x N
+  float* C;
+  int64_t ldc;
+};
+
+// Blocks are numbered along the grid's x axis: K split, batch entry, then tile.
+// Operands have the output's batch rank (the Python side merges and pads batch
+// dims); a batch dim of extent 1 is broadcast, so it adds no offset. With K
+// split (Plan.params), the tile's operands start at its split's first k and
+// its K is that split's length; its C is its own partial product.
+//
+// GROUP_M = 1 walks the tiles row by row. GROUP_M > 1 walks them in bands of
+// GROUP_M tile rows, column by column inside a band: blocks that run at the same
+// time then share GROUP_M row tiles of A and a few column tiles of B instead of
+// one row of A and all of B, and far more of what they read is still in L2.
+template <int GROUP_M = 1, typename Shape, typename Strides>
+__device__ inline Tile locate_tile(
+    int block_m, int block_n, const int32_t* params,
+    const float* a, const Shape& a_shape, const Strides& a_strides,
+    const float* b, const Shape& b_shape, const Strides& b_strides,
+    float* c) {
+  Tile t;
+  t.M = params[P_M];
+  t.N = params[P_N];
+  t.K = params[P_K];
+  const int tiles_m = params[P_TILES_M], tiles_n = params[P_TILES_N];
+  const int tiles = tiles_m * tiles_n;
+  const int nd = params[P_BATCH_NDIM];
+  const int block = blockIdx.x;
+  const int tile = block % tiles;
+  if (GROUP_M == 1) {
+    t.row0 = (tile / tiles_n) * block_m;
+    t.col0 = (tile % tiles_n) * block_n;
+  } else {
+    const int band = tile / (GROUP_M * tiles_n);
+    const int band_rows = min(GROUP_M, tiles_m - band * GROUP_M);
+    const int in_band = tile % (GROUP_M * tiles_n);
+    t.row0 = (band * GROUP_M + in_band % band_rows) * block_m;
+    t.col0 = (in_band / band_rows) * block_n;
+  }
+
+  // Which output matrix: batch entry, and (split-K) which stretch of K, the
+  // split being the slowest-varying index (Plan.kernel_out_shape).
+  int rest = block / tiles;
+  const int64_t matrix = rest;
+  int64_t a_off = 0, b_off = 0;
+  for (int i = nd - 1; i >= 0; --i) {
+    const int extent = params[P_BATCH_SHAPE + i];
+    const int idx = rest % extent;
+    rest /= extent;
+    if (a_shape[i] != 1) a_off += idx * a_strides[i];
+    if (b_shape[i] != 1) b_off += idx * b_strides[i];
+  }
+  const int k_split = params[P_BATCH_SHAPE + nd];  // K itself when K is not split
+  const int k0 = rest * k_split;
+  t.k0 = k0;
+  t.K = min(t.K - k0, k_split);
+  a_off += k0 * a_strides[nd + 1];
+  b_off += k0 * b_strides[nd];
+  t.A = {a + a_off, a_strides[nd], a_strides[nd + 1], t.M, t.K};
+  t.B = {b + b_off, b_strides[nd], b_strides[nd + 1], t.K, t.N};
+  t.ldc = t.N;
+  t.C = c + matrix * t.M * t.N;
+  return t;
+}
+
+}  // namespace sgemm
+
+#endif  // MLX_SGEMM_SCHEDULE_CUH
