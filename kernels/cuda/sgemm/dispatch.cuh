@@ -39,20 +39,7 @@ __device__ inline void with_layout(const Operand& x, F&& f) {
   else f(LayoutTag<ROW_MAJOR>{});
 }
 
-// A compile-time bool as a type, for main loops compiled once per runtime case
-// (as LayoutTag does for layouts): with_flag(x, f) runs f(BoolTag<x>{}).
-template <bool V>
-struct BoolTag {
-  static constexpr bool value = V;
-};
-
-template <typename F>
-__device__ inline void with_flag(bool flag, F&& f) {
-  if (flag) f(BoolTag<true>{});
-  else f(BoolTag<false>{});
-}
-
-// A compile-time int as a type (as BoolTag for bools): small_m's rows of C.
+// A compile-time int as a type (as LayoutTag for layouts): small_m's rows of C.
 template <int N>
 struct IntTag {
   static constexpr int value = N;
