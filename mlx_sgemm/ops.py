@@ -6,6 +6,19 @@ by the same op (dA = G @ B^T, dB = A^T @ G, with the transposes passed as views,
 not copies), so ``mx.grad``, ``mx.vjp``, ``mx.jvp`` and ``mx.compile`` work
 through it. On MLX's CPU backend the forward product is ``mx.matmul``; the
 gradient plumbing is the same.
+
+Dtypes: each operand may be float32, float16 or bfloat16, in any mix; the
+result has the dtype ``mx.matmul`` gives those operands (``mx.result_type``:
+float16 @ float16 is float16, bfloat16 @ bfloat16 bfloat16, every other mix
+float32). Other dtypes raise TypeError naming the operand (``mx.matmul`` would
+promote an integer operand mixed with a float one; we do not). The kernels read
+float32: at every stage, a half operand is converted by a full-array cast in
+Python for now (one ``astype(float32)`` of the whole operand on the op's
+stream), the product is computed and accumulated in float32, and the result is
+cast once to the result dtype; converting on load inside the kernels is the
+planned next step. The casts are inside the custom function, so gradients come
+back in the operands' dtypes. On the CPU fallback ``mx.matmul`` takes the
+halves as they are (same result dtype). ``gemm`` takes float32 alone for now.
 """
 
 from __future__ import annotations
@@ -18,7 +31,9 @@ import mlx.core as mx
 from .build import launcher, specs
 from .build.launcher import poisoned_outputs  # noqa: F401 (mlx_sgemm.poisoned_outputs)
 from .dispatch import device, kernel_choice, tuning_cache
-from .dispatch.problem import Plan, check_operand, plan
+from .dispatch.problem import OPERAND_DTYPES, Plan, check_operand, plan
+
+_F32 = mx.float32
 
 
 def _sum_to(x: mx.array, shape: tuple[int, ...], stream) -> mx.array:
@@ -32,7 +47,8 @@ def _sum_to(x: mx.array, shape: tuple[int, ...], stream) -> mx.array:
 
 
 def _matmul_vjp(product, a, b, g, stream):
-    """Gradients of a @ b (matmul semantics) given the cotangent g, via `product`."""
+    """Gradients of a @ b (matmul semantics) given the cotangent g, via `product`,
+    in the dtypes of a and b (the cotangent has the product's, maybe wider)."""
     a2 = a.reshape(1, -1) if a.ndim == 1 else a
     b2 = b.reshape(-1, 1) if b.ndim == 1 else b
     g2 = g
@@ -44,7 +60,11 @@ def _matmul_vjp(product, a, b, g, stream):
     db = product(mx.swapaxes(a2, -1, -2, stream=stream), g2)
     da = _sum_to(da, a2.shape, stream).reshape(a.shape, stream=stream)
     db = _sum_to(db, b2.shape, stream).reshape(b.shape, stream=stream)
-    return da, db
+    return _as_dtype(da, a.dtype, stream), _as_dtype(db, b.dtype, stream)
+
+
+def _as_dtype(x: mx.array, dtype: mx.Dtype, stream) -> mx.array:
+    return x if x.dtype == dtype else x.astype(dtype, stream=stream)
 
 
 @functools.cache
@@ -56,12 +76,14 @@ def _forward(choose: Callable[[str, Plan], kernel_choice.Launch], backend: str, 
     def forward(a, b):
         if backend == device.CPU_FALLBACK:
             return mx.matmul(a, b, stream=stream)
+        dtype = mx.result_type(a, b)  # mx.matmul's: float32 unless both are one half type
+        a, b = _as_dtype(a, _F32, stream), _as_dtype(b, _F32, stream)  # the kernels read float32
         pad_k, pad_n, run = _route(choose, backend, a.shape, b.shape, pad, *_route_depends())
         if pad_k or pad_n:  # operands copied once, with aligned rows
             a = mx.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, pad_k)], stream=stream)
             b = mx.pad(b, [(0, 0)] * (b.ndim - 2) + [(0, pad_k), (0, pad_n)], stream=stream)
         c = run(a, b, stream, {})
-        return c[..., : c.shape[-1] - pad_n] if pad_n else c
+        return _as_dtype(c[..., : c.shape[-1] - pad_n] if pad_n else c, dtype, stream)
 
     return forward
 
@@ -128,7 +150,6 @@ def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool, *dep
 # 4.5 to 1.8 us a call (mx.matmul builds its whole call in ~1.3-1.7 us;
 # benchmarks/NOTES.md, session 6).
 _calls: dict = {}
-_F32 = mx.float32
 MAX_CALLS = 1024  # then forgotten at once, like a cache that is rarely full
 
 
@@ -142,26 +163,30 @@ def _call_state(stream) -> tuple:
 def _run(choose, a, b, stream, pad: bool = False) -> mx.array:
     stream = device.canonical(stream)  # what the caches below are keyed by
     if type(a) is mx.array and type(b) is mx.array:
-        key = (choose, stream, pad, a.shape, b.shape)
+        # Only calls that passed the checks below are remembered: a key with
+        # any other dtype is never found.
+        key = (choose, stream, pad, a.shape, b.shape, a.dtype, b.dtype)
         seen = _calls.get(key)
-        if seen is not None and a.dtype == _F32 and b.dtype == _F32 and seen[0] == _call_state(stream):
+        if seen is not None and seen[0] == _call_state(stream):
             return seen[1](a, b)
-    check_operand(a, "a")
-    check_operand(b, "b")
+    check_operand(a, "a", OPERAND_DTYPES)
+    check_operand(b, "b", OPERAND_DTYPES)
     backend = device.backend(stream)
     if backend == device.CPU_FALLBACK:
         plan(a.shape, b.shape)  # shape errors before anything is built
         return _differentiable(choose, backend, stream, pad)(a, b)
-    fn = _compiled(choose, backend, stream, pad, a.shape, b.shape, tuning_cache.generation(), launcher.poisoned())
+    fn = _compiled(choose, backend, stream, pad, a.shape, b.shape, tuning_cache.generation(), launcher.poisoned(),
+                   dtypes=(a.dtype, b.dtype))
     if len(_calls) >= MAX_CALLS:
         _calls.clear()
-    _calls[(choose, stream, pad, a.shape, b.shape)] = (_call_state(stream), fn)
+    _calls[(choose, stream, pad, a.shape, b.shape, a.dtype, b.dtype)] = (_call_state(stream), fn)
     return fn(a, b)
 
 
 @functools.lru_cache(maxsize=1024)
-def _compiled(choose, backend: str, stream, pad: bool, a_shape: tuple, b_shape: tuple, *depends_on):
-    """The op for one shape pair, under ``mx.compile``.
+def _compiled(choose, backend: str, stream, pad: bool, a_shape: tuple, b_shape: tuple, *depends_on,
+              dtypes: tuple = (_F32, _F32)):
+    """The op for one shape pair (and operand ``dtypes``), under ``mx.compile``.
 
     Why: a call of the uncompiled op costs ~30 us of host time on an H200's
     host (Python, MLX's custom-function and custom-kernel nodes, and two
@@ -195,7 +220,7 @@ def _compiled(choose, backend: str, stream, pad: bool, a_shape: tuple, b_shape: 
     plain = _forward(choose, backend, stream, pad)
     recording = [True]
     compiled = mx.compile(lambda a, b: (plain if recording[0] else product)(a, b))
-    compiled(mx.zeros(a_shape, dtype=mx.float32), mx.zeros(b_shape, dtype=mx.float32))  # records; nothing runs
+    compiled(mx.zeros(a_shape, dtype=dtypes[0]), mx.zeros(b_shape, dtype=dtypes[1]))  # records; nothing runs
     recording[0] = False
     return compiled
 
@@ -218,11 +243,12 @@ def _make_op(stage: str):
 
     op.__name__ = op.__qualname__ = stage
     op.__doc__ = (
-        f"``a @ b`` in float32 with the ``{stage}`` kernel.\n\n"
+        f"``a @ b``, accumulated in float32, with the ``{stage}`` kernel.\n\n"
         "Follows ``mx.matmul``: 1-D operands, broadcast batch dimensions, any\n"
-        "strides (transposed views are read in place). Both operands must be\n"
-        "float32 arrays. Differentiable. On a device without Metal or CUDA, or on\n"
-        "a CPU stream, it computes with ``mx.matmul`` (see\n"
+        "strides (transposed views are read in place). Operands are float32,\n"
+        "float16 or bfloat16 arrays; the result has ``mx.matmul``'s dtype for\n"
+        "them (see :mod:`mlx_sgemm.ops`). Differentiable. On a device without\n"
+        "Metal or CUDA, or on a CPU stream, it computes with ``mx.matmul`` (see\n"
         ":func:`mlx_sgemm.backend`)."
     )
     return op
@@ -255,8 +281,9 @@ def matmul(a: mx.array, b: mx.array, *, precision: str = "float32", stream=None)
     """``a @ b`` with the fastest of our kernels for the shape and precision.
 
     Args:
-        a, b: float32 arrays, with ``mx.matmul``'s semantics (1-D operands,
-            broadcast batch dimensions, any strides).
+        a, b: float32, float16 or bfloat16 arrays, with ``mx.matmul``'s
+            semantics (1-D operands, broadcast batch dimensions, any strides)
+            and result dtype (see :mod:`mlx_sgemm.ops`).
         precision: ``"float32"`` (default): float32-accurate on every backend.
             ``"tf32"``: on CUDA, one TF32 tensor-core pass (about 1e-4 relative
             error, like ``mx.matmul``'s CUDA default). Apple GPUs have no TF32
