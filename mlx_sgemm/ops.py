@@ -247,8 +247,10 @@ def _make_op(stage: str):
         "Follows ``mx.matmul``: 1-D operands, broadcast batch dimensions, any\n"
         "strides (transposed views are read in place). Operands are float32,\n"
         "float16 or bfloat16 arrays; the result has ``mx.matmul``'s dtype for\n"
-        "them (see :mod:`mlx_sgemm.ops`). Differentiable. On a device without\n"
-        "Metal or CUDA, or on a CPU stream, it computes with ``mx.matmul`` (see\n"
+        "them (see :mod:`mlx_sgemm.ops`). Differentiable. One kernel, K never\n"
+        "split: a row's result does not depend on the other rows, as with\n"
+        "``matmul(..., deterministic=True)``. On a device without Metal or\n"
+        "CUDA, or on a CPU stream, it computes with ``mx.matmul`` (see\n"
         ":func:`mlx_sgemm.backend`)."
     )
     return op
@@ -268,16 +270,19 @@ STAGE_OPS = {
 KERNELS = ("matmul", *STAGE_OPS)
 
 
-def op_by_name(kernel: str, precision: str = "float32"):
-    """The op called ``kernel``: "matmul" (at ``precision``) or a stage name."""
+def op_by_name(kernel: str, precision: str = "float32", deterministic: bool = False):
+    """The op called ``kernel``: "matmul" (at ``precision``, ``deterministic``
+    or not) or a stage name (one kernel each: always batch-invariant)."""
     if kernel == "matmul":
-        return functools.partial(matmul, precision=precision)
+        return functools.partial(matmul, precision=precision, deterministic=deterministic)
     if kernel in STAGE_OPS:
         return STAGE_OPS[kernel]
     raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
 
 
-def matmul(a: mx.array, b: mx.array, *, precision: str = "float32", stream=None) -> mx.array:
+def matmul(
+    a: mx.array, b: mx.array, *, precision: str = "float32", deterministic: bool = False, stream=None,
+) -> mx.array:
     """``a @ b`` with the fastest of our kernels for the shape and precision.
 
     Args:
@@ -289,6 +294,14 @@ def matmul(a: mx.array, b: mx.array, *, precision: str = "float32", stream=None)
             error, like ``mx.matmul``'s CUDA default). Apple GPUs have no TF32
             mode: on Metal, and on the CPU, ``"tf32"`` computes in float32 (more
             accurate than asked, never less). Anything else raises ValueError.
+        deterministic: ``True``: batch-invariant. Each row of the result is
+            bitwise the same whatever M, batch or call it is computed in: one
+            kernel per (precision, backend) for every shape, never chosen by
+            M (:func:`mlx_sgemm.dispatch.kernel_choice.deterministic`), K never
+            split, no autotune-cache lookup, no padding. Slower on few rows,
+            where the default runs kernels made for them. Holds for finite
+            operands on the GPU backends; on the CPU fallback the product is
+            ``mx.matmul``, which promises nothing of the kind.
         stream: stream or device; a CPU one computes with ``mx.matmul``.
 
     Differentiable. The kernel is the one :func:`mlx_sgemm.autotune` found
@@ -296,6 +309,8 @@ def matmul(a: mx.array, b: mx.array, *, precision: str = "float32", stream=None)
     :func:`mlx_sgemm.dispatch.kernel_choice.choose` (with K split where tiles are few).
     """
     kernel_choice.check_precision(precision)
+    if deterministic:
+        return _run(kernel_choice.deterministic_chooser(precision), a, b, stream)
     return _run(kernel_choice.chooser(precision), a, b, stream, pad=True)
 
 
