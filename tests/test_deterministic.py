@@ -4,6 +4,7 @@ autotune cache not consulted (kernel choice as pure logic, and the launches
 made on conftest's faked CUDA device)."""
 
 import mlx.core as mx
+import mlx.nn as nn
 import pytest
 
 import mlx_sgemm
@@ -67,3 +68,14 @@ def test_the_stage_ops_are_deterministic_already(fake_cuda):
         mlx_sgemm.tile_simdgroup(mx.random.normal((m, 33)), b)
     assert len({(launch.spec, launch.k_splits) for launch in fake_cuda}) == 1
 
+
+def test_layers_take_deterministic():
+    layer = mlx_sgemm.nn.Linear(8, 4, deterministic=True)
+    assert layer.deterministic and "deterministic=True" in repr(layer)
+    assert layer._product.keywords["deterministic"] is True
+    assert not mlx_sgemm.nn.Linear(8, 4).deterministic
+    model = nn.Sequential(nn.Linear(8, 4), nn.Linear(4, 2))
+    mlx_sgemm.nn.replace_linear(model, deterministic=True)
+    assert all(layer.deterministic for layer in model.layers)
+    x = mx.random.normal((3, 8))
+    assert mx.array_equal(model(x), model.layers[1](model.layers[0](x))).item()

@@ -2,6 +2,8 @@
 (mx.matmul), and the GPU path's casts on a faked CUDA device (conftest's
 fake_cuda, whose kernel is a float32 mx.matmul); layers through replace_linear."""
 
+import logging
+
 import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
@@ -135,6 +137,32 @@ def test_bfloat16_mlp_forward_and_gradients(backend, request):
     for (path, g), (_, r) in zip(tree_flatten(grads), tree_flatten(ref_grads)):
         assert g.dtype == BF16, path
         assert np.allclose(as_f64(g), as_f64(r), rtol=5e-2, atol=5e-2), path
+
+
+def test_replace_linear_leaves_quantized_and_other_dtypes_and_says_so(caplog):
+    model = nn.Sequential(nn.Linear(64, 64), nn.QuantizedLinear(64, 64), nn.Linear(64, 8))
+    model.layers[2].set_dtype(mx.float64)  # a dtype the ops do not take
+    with caplog.at_level(logging.INFO, logger="mlx_sgemm"):
+        mlx_sgemm.nn.replace_linear(model)
+    assert isinstance(model.layers[0], mlx_sgemm.nn.Linear)
+    assert type(model.layers[1]) is nn.QuantizedLinear
+    assert type(model.layers[2]) is nn.Linear
+    left = {r.getMessage() for r in caplog.records if r.name == "mlx_sgemm" and r.levelno == logging.INFO}
+    assert any("layers.1 (QuantizedLinear)" in m and "quantized" in m for m in left), left
+    assert any("layers.2 (Linear)" in m and "float64" in m for m in left), left
+    assert len(left) == 2
+    assert model(mx.ones((2, 64))).shape == (2, 8)  # the model still runs, mixed
+
+
+def test_errors_in_a_swapped_layer_name_it():
+    model = mlx_sgemm.nn.replace_linear(MLP())
+    with pytest.raises(TypeError, match=r"^layers\.0 \(Linear\), x @ weight\.T: a must have dtype .*, got int32$"):
+        model(mx.ones((4, 12), dtype=mx.int32))
+    with pytest.raises(ValueError, match=r"^layers\.0 \(Linear\), x @ weight\.T: inner dimensions differ"):
+        model(mx.ones((4, 11)))
+    # A layer made by hand has no path: its errors are the op's own.
+    with pytest.raises(TypeError, match=r"^a must have dtype"):
+        mlx_sgemm.nn.Linear(3, 2)(mx.ones((1, 3), dtype=mx.int32))
 
 
 def test_operand_dtypes_are_the_documented_three():
