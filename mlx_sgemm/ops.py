@@ -19,6 +19,17 @@ cast once to the result dtype; converting on load inside the kernels is the
 planned next step. The casts are inside the custom function, so gradients come
 back in the operands' dtypes. On the CPU fallback ``mx.matmul`` takes the
 halves as they are (same result dtype). ``gemm`` takes float32 alone for now.
+
+``mx.vmap``: the custom function's vmap rule folds the mapped axis into the
+product's batch (:func:`_vmapped_product`), so one product serves every
+example, and gradients go through it. It is used on the CPU fallback. On Metal
+and CUDA, MLX 0.32 stops before it: ``mx.vmap`` also vectorizes every node of
+a custom function's forward graph (they are inputs of its node) before it
+calls the function's own rule, and our kernel's node (MLX's ``CustomKernel``)
+has no vmap, so ``mx.vmap`` raises ``ValueError: [Primitive::vmap] Not
+implemented for CustomKernel.`` from its own code, after ours has returned.
+Pass the examples as a leading batch dimension instead: every op broadcasts
+batch dimensions like ``mx.matmul``.
 """
 
 from __future__ import annotations
@@ -65,6 +76,43 @@ def _matmul_vjp(product, a, b, g, stream):
 
 def _as_dtype(x: mx.array, dtype: mx.Dtype, stream) -> mx.array:
     return x if x.dtype == dtype else x.astype(dtype, stream=stream)
+
+
+def _vmapped_product(product, a, b, a_axis, b_axis, stream):
+    """``product`` (an op's custom function) vectorized over ``a_axis`` of ``a``
+    and ``b_axis`` of ``b`` (None: not mapped, the same for every example):
+    (outputs, output axis), the custom function's vmap rule.
+
+    The mapped axis becomes the front batch dimension, so the examples are one
+    batched product: each mapped operand gets its axis moved to the front and
+    size-1 batch dimensions after it up to the example's batch rank (an
+    unmapped operand broadcasts against them as it is). A mapped 1-D example
+    is a vector: (V, K) becomes (V, 1, K) for ``a``, (V, K, 1) for ``b``, and
+    the added axis is squeezed from the result.
+    """
+    if a_axis is None and b_axis is None:
+        return product(a, b), None
+    a_example_ndim = a.ndim - (a_axis is not None)
+    b_example_ndim = b.ndim - (b_axis is not None)
+    batch_ndim = max(a_example_ndim, b_example_ndim, 2) - 2
+
+    def to_front(x, axis, example_ndim, vector_axis):
+        x = mx.moveaxis(x, axis, 0, stream=stream)
+        if example_ndim == 1:
+            x = mx.expand_dims(x, vector_axis, stream=stream)
+        ones = batch_ndim + 3 - x.ndim  # (V, batch..., rows, columns)
+        return mx.expand_dims(x, list(range(1, 1 + ones)), stream=stream) if ones else x
+
+    if a_axis is not None:
+        a = to_front(a, a_axis, a_example_ndim, 1)
+    if b_axis is not None:
+        b = to_front(b, b_axis, b_example_ndim, -1)
+    out = product(a, b)
+    if b_axis is not None and b_example_ndim == 1:
+        out = mx.squeeze(out, -1, stream=stream)
+    if a_axis is not None and a_example_ndim == 1:
+        out = mx.squeeze(out, -1 if b_example_ndim == 1 else -2, stream=stream)
+    return out, 0
 
 
 @functools.cache
@@ -123,6 +171,10 @@ def _differentiable(
         if db is None:
             return product(da, b)
         return product(da, b) + product(a, db)
+
+    @product.vmap
+    def vmap(inputs, axes):
+        return _vmapped_product(product, *inputs, *axes, stream)
 
     return product
 
