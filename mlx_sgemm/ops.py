@@ -30,6 +30,19 @@ has no vmap, so ``mx.vmap`` raises ``ValueError: [Primitive::vmap] Not
 implemented for CustomKernel.`` from its own code, after ours has returned.
 Pass the examples as a leading batch dimension instead: every op broadcasts
 batch dimensions like ``mx.matmul``.
+
+``mx.compile(fn, shapeless=True)`` does not work with these ops, and cannot in
+MLX 0.32: a shapeless compiled function infers each node's output shape from
+its inputs at every call (``Primitive::output_shapes``), and neither MLX's
+custom-function node (``CustomTransforms``) nor its custom-kernel node
+implements that. The call of the compiled function (already the first: the
+shapes are inferred when the traced graph is replaced by the real inputs)
+raises MLX's ``ValueError: [Primitive::output_shapes] CustomTransforms cannot
+infer output shapes.`` from inside ``mx.compile``'s own code, after ours has
+returned, so we cannot catch it and say more. (The refusal is also the right
+answer: a kernel's ``params``, grid and kernel choice are worked out from the
+shapes at trace time.) Compile without ``shapeless=True``: a compiled function
+then retraces once per new input shape.
 """
 
 from __future__ import annotations
