@@ -7,9 +7,16 @@ place as a transposed view. ``AllToShardedLinear`` and ``ShardedToAllLinear``
 are the same for MLX's tensor-parallel layers (``mx.distributed``): same
 constructor, ``from_linear``, parameters and communication; the local product
 is ours.
+
+Weights and inputs may be float32, float16 or bfloat16 (the ops' dtypes);
+``replace_linear`` leaves the layers it cannot serve as they are (quantized
+ones, weights of other dtypes) and logs each at INFO on the ``mlx_sgemm``
+logger.
 """
 
 from __future__ import annotations
+
+import logging
 
 import mlx.core as mx
 import mlx.nn
@@ -17,22 +24,48 @@ from mlx.nn.layers.distributed import sum_gradients
 from mlx.utils import tree_map_with_path
 
 from . import ops
+from .dispatch.problem import OPERAND_DTYPES, dtype_name
+
+log = logging.getLogger("mlx_sgemm")
+
+# MLX's layers whose weights are quantized (packed integers and scales): our
+# kernels multiply float arrays, so replace_linear leaves them alone.
+_QUANTIZED = tuple(
+    getattr(mlx.nn, name)
+    for name in ("QuantizedLinear", "QQLinear", "QuantizedAllToShardedLinear", "QuantizedShardedToAllLinear")
+    if hasattr(mlx.nn, name)
+)
 
 
 class _OurProduct:
-    """The kernel choice every layer here shares (a plain attribute, not a parameter)."""
+    """The kernel choice every layer here shares (plain attributes, not parameters)."""
 
-    def _use_kernel(self, kernel: str):
-        self._product = ops.op_by_name(kernel)
+    # Where the layer sits in the model that replace_linear swapped it into:
+    # errors raised by its product name it.
+    _path: str | None = None
+
+    def _use_kernel(self, kernel: str, deterministic: bool = False):
+        self._product = ops.op_by_name(kernel, deterministic=deterministic)
         self.kernel = kernel
+        self.deterministic = deterministic
         return self
 
     def _extra_repr(self) -> str:
-        return f"{super()._extra_repr()}, kernel={self.kernel!r}"
+        extra = ", deterministic=True" if self.deterministic else ""
+        return f"{super()._extra_repr()}, kernel={self.kernel!r}{extra}"
+
+    def _local_product(self, x: mx.array) -> mx.array:
+        """x @ W.T with W.T a transposed view, read in place."""
+        try:
+            return self._product(x, self["weight"].T)
+        except (TypeError, ValueError) as e:
+            if self._path is None:
+                raise
+            raise type(e)(f"{self._path} ({type(self).__name__}), x @ weight.T: {e}") from e
 
     def _affine(self, x: mx.array) -> mx.array:
-        """x @ W.T (+ bias) with W.T a transposed view, read in place."""
-        y = self._product(x, self["weight"].T)
+        """x @ W.T (+ bias)."""
+        y = self._local_product(x)
         return y + self["bias"] if "bias" in self else y
 
 
@@ -43,19 +76,24 @@ class Linear(_OurProduct, mlx.nn.Linear):
         input_dims, output_dims, bias: as for ``mlx.nn.Linear``.
         kernel: ``"matmul"`` (default, the adaptive op) or a stage name
             (``"tile_simdgroup"``, ...).
+        deterministic: run ``matmul(..., deterministic=True)``: each row's
+            output the same whatever batch it comes in (the stage kernels
+            always are).
 
-    Inputs must be float32, like the ops'.
+    Inputs and weights may be float32, float16 or bfloat16, like the ops'
+    operands; the output has ``mx.matmul``'s dtype for them.
     """
 
-    def __init__(self, input_dims: int, output_dims: int, bias: bool = True, kernel: str = "matmul"):
+    def __init__(self, input_dims: int, output_dims: int, bias: bool = True, kernel: str = "matmul",
+                 deterministic: bool = False):
         super().__init__(input_dims, output_dims, bias=bias)
-        self._use_kernel(kernel)
+        self._use_kernel(kernel, deterministic)
 
     @classmethod
-    def from_linear(cls, linear: mlx.nn.Linear, kernel: str = "matmul") -> "Linear":
+    def from_linear(cls, linear: mlx.nn.Linear, kernel: str = "matmul", deterministic: bool = False) -> "Linear":
         """A Linear sharing ``linear``'s weight and bias arrays."""
         output_dims, input_dims = linear.weight.shape
-        layer = cls(input_dims, output_dims, bias="bias" in linear, kernel=kernel)
+        layer = cls(input_dims, output_dims, bias="bias" in linear, kernel=kernel, deterministic=deterministic)
         layer.update(dict(linear.parameters()))
         return layer
 
@@ -64,15 +102,19 @@ class Linear(_OurProduct, mlx.nn.Linear):
 
 
 class _ShardedProduct(_OurProduct):
-    """Constructor and ``from_linear`` of MLX's sharded layers, plus ``kernel``."""
+    """Constructor and ``from_linear`` of MLX's sharded layers, plus ``kernel``
+    and ``deterministic``."""
 
-    def __init__(self, input_dims, output_dims, bias=True, group=None, kernel: str = "matmul"):
+    def __init__(self, input_dims, output_dims, bias=True, group=None, kernel: str = "matmul",
+                 deterministic: bool = False):
         super().__init__(input_dims, output_dims, bias, group)
-        self._use_kernel(kernel)
+        self._use_kernel(kernel, deterministic)
 
     @classmethod
-    def from_linear(cls, linear_layer, *, segments=1, group=None, kernel: str = "matmul"):
-        return super().from_linear(linear_layer, segments=segments, group=group)._use_kernel(kernel)
+    def from_linear(cls, linear_layer, *, segments=1, group=None, kernel: str = "matmul",
+                    deterministic: bool = False):
+        layer = super().from_linear(linear_layer, segments=segments, group=group)
+        return layer._use_kernel(kernel, deterministic)
 
 
 class AllToShardedLinear(_ShardedProduct, mlx.nn.AllToShardedLinear):
@@ -89,42 +131,67 @@ class ShardedToAllLinear(_ShardedProduct, mlx.nn.ShardedToAllLinear):
     over the group) with its local product on an mlx-sgemm kernel."""
 
     def __call__(self, x: mx.array) -> mx.array:
-        y = mx.distributed.all_sum(self._product(x, self["weight"].T), group=self.group)
+        y = mx.distributed.all_sum(self._local_product(x), group=self.group)
         return y + self["bias"] if "bias" in self else y
 
 
-def _ours(module: mlx.nn.Module, kernel: str):
-    """Our layer for one of MLX's, sharing its parameters (and group), or None."""
-    if isinstance(module, _OurProduct):
-        return None
+_LINEAR = (mlx.nn.Linear, mlx.nn.AllToShardedLinear, mlx.nn.ShardedToAllLinear)
+
+
+def _ours(module: mlx.nn.Module, kernel: str, deterministic: bool):
+    """Our layer for one of MLX's, sharing its parameters (and group)."""
     if isinstance(module, mlx.nn.AllToShardedLinear):
         out_shard, in_dims = module.weight.shape
         layer = AllToShardedLinear(in_dims, out_shard * module.group.size(), "bias" in module,
-                                   module.group, kernel)
+                                   module.group, kernel, deterministic)
     elif isinstance(module, mlx.nn.ShardedToAllLinear):
         out_dims, in_shard = module.weight.shape
         layer = ShardedToAllLinear(in_shard * module.group.size(), out_dims, "bias" in module,
-                                   module.group, kernel)
-    elif isinstance(module, mlx.nn.Linear):
-        out_dims, in_dims = module.weight.shape
-        layer = Linear(in_dims, out_dims, "bias" in module, kernel)
+                                   module.group, kernel, deterministic)
     else:
-        return None
+        out_dims, in_dims = module.weight.shape
+        layer = Linear(in_dims, out_dims, "bias" in module, kernel, deterministic)
     layer.update(dict(module.parameters()))
     return layer
 
 
-def replace_linear(model: mlx.nn.Module, kernel: str = "matmul") -> mlx.nn.Module:
+def _cannot_serve(module: mlx.nn.Module) -> str | None:
+    """Why replace_linear leaves a linear layer of MLX's as it is, or None."""
+    if isinstance(module, _QUANTIZED):
+        return "its weights are quantized; mlx-sgemm's kernels multiply float arrays"
+    if isinstance(module, _LINEAR) and module.weight.dtype not in OPERAND_DTYPES:
+        return (f"its weight is {dtype_name(module.weight.dtype)}; "
+                f"mlx-sgemm takes {', '.join(map(dtype_name, OPERAND_DTYPES))}")
+    return None
+
+
+def replace_linear(model: mlx.nn.Module, kernel: str = "matmul", *, deterministic: bool = False) -> mlx.nn.Module:
     """Swap every ``mlx.nn.Linear`` of ``model`` for :class:`Linear`, in place,
     and MLX's ``AllToShardedLinear`` / ``ShardedToAllLinear`` for ours.
 
     The new layers share the old ones' parameter arrays (and group); layers
-    already ours are left as they are. Returns ``model``.
+    already ours are left as they are. Linear layers we cannot serve are left
+    as they are too, each logged at INFO on the ``mlx_sgemm`` logger with its
+    path and the reason: quantized ones (``mlx.nn.QuantizedLinear`` and its
+    kin) and those whose weight is not float32, float16 or bfloat16. An error
+    raised when a swapped layer is called (an input of the wrong dtype or
+    shape, say) names the layer's path in ``model``. ``deterministic`` is
+    passed to every new layer (see :class:`Linear`). Returns ``model``.
     """
     ops.op_by_name(kernel)  # a bad name fails before anything changes
 
-    def swap(_path, module):
-        return _ours(module, kernel) or module
+    def swap(path, module):
+        if isinstance(module, _OurProduct):
+            return module
+        reason = _cannot_serve(module)
+        if reason is not None:
+            log.info("replace_linear left %s (%s) as it is: %s", path, type(module).__name__, reason)
+            return module
+        if not isinstance(module, _LINEAR):
+            return module
+        layer = _ours(module, kernel, deterministic)
+        layer._path = path
+        return layer
 
     leaves = tree_map_with_path(swap, model.leaf_modules(), is_leaf=mlx.nn.Module.is_module)
     model.update_modules(leaves)

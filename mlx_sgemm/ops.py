@@ -6,6 +6,43 @@ by the same op (dA = G @ B^T, dB = A^T @ G, with the transposes passed as views,
 not copies), so ``mx.grad``, ``mx.vjp``, ``mx.jvp`` and ``mx.compile`` work
 through it. On MLX's CPU backend the forward product is ``mx.matmul``; the
 gradient plumbing is the same.
+
+Dtypes: each operand may be float32, float16 or bfloat16, in any mix; the
+result has the dtype ``mx.matmul`` gives those operands (``mx.result_type``:
+float16 @ float16 is float16, bfloat16 @ bfloat16 bfloat16, every other mix
+float32). Other dtypes raise TypeError naming the operand (``mx.matmul`` would
+promote an integer operand mixed with a float one; we do not). The kernels read
+float32: at every stage, a half operand is converted by a full-array cast in
+Python for now (one ``astype(float32)`` of the whole operand on the op's
+stream), the product is computed and accumulated in float32, and the result is
+cast once to the result dtype; converting on load inside the kernels is the
+planned next step. The casts are inside the custom function, so gradients come
+back in the operands' dtypes. On the CPU fallback ``mx.matmul`` takes the
+halves as they are (same result dtype). ``gemm`` takes float32 alone for now.
+
+``mx.vmap``: the custom function's vmap rule folds the mapped axis into the
+product's batch (:func:`_vmapped_product`), so one product serves every
+example, and gradients go through it. It is used on the CPU fallback. On Metal
+and CUDA, MLX 0.32 stops before it: ``mx.vmap`` also vectorizes every node of
+a custom function's forward graph (they are inputs of its node) before it
+calls the function's own rule, and our kernel's node (MLX's ``CustomKernel``)
+has no vmap, so ``mx.vmap`` raises ``ValueError: [Primitive::vmap] Not
+implemented for CustomKernel.`` from its own code, after ours has returned.
+Pass the examples as a leading batch dimension instead: every op broadcasts
+batch dimensions like ``mx.matmul``.
+
+``mx.compile(fn, shapeless=True)`` does not work with these ops, and cannot in
+MLX 0.32: a shapeless compiled function infers each node's output shape from
+its inputs at every call (``Primitive::output_shapes``), and neither MLX's
+custom-function node (``CustomTransforms``) nor its custom-kernel node
+implements that. The call of the compiled function (already the first: the
+shapes are inferred when the traced graph is replaced by the real inputs)
+raises MLX's ``ValueError: [Primitive::output_shapes] CustomTransforms cannot
+infer output shapes.`` from inside ``mx.compile``'s own code, after ours has
+returned, so we cannot catch it and say more. (The refusal is also the right
+answer: a kernel's ``params``, grid and kernel choice are worked out from the
+shapes at trace time.) Compile without ``shapeless=True``: a compiled function
+then retraces once per new input shape.
 """
 
 from __future__ import annotations
@@ -18,7 +55,9 @@ import mlx.core as mx
 from .build import launcher, specs
 from .build.launcher import poisoned_outputs  # noqa: F401 (mlx_sgemm.poisoned_outputs)
 from .dispatch import device, kernel_choice, tuning_cache
-from .dispatch.problem import Plan, check_operand, plan
+from .dispatch.problem import OPERAND_DTYPES, Plan, check_operand, plan
+
+_F32 = mx.float32
 
 
 def _sum_to(x: mx.array, shape: tuple[int, ...], stream) -> mx.array:
@@ -32,7 +71,8 @@ def _sum_to(x: mx.array, shape: tuple[int, ...], stream) -> mx.array:
 
 
 def _matmul_vjp(product, a, b, g, stream):
-    """Gradients of a @ b (matmul semantics) given the cotangent g, via `product`."""
+    """Gradients of a @ b (matmul semantics) given the cotangent g, via `product`,
+    in the dtypes of a and b (the cotangent has the product's, maybe wider)."""
     a2 = a.reshape(1, -1) if a.ndim == 1 else a
     b2 = b.reshape(-1, 1) if b.ndim == 1 else b
     g2 = g
@@ -44,7 +84,48 @@ def _matmul_vjp(product, a, b, g, stream):
     db = product(mx.swapaxes(a2, -1, -2, stream=stream), g2)
     da = _sum_to(da, a2.shape, stream).reshape(a.shape, stream=stream)
     db = _sum_to(db, b2.shape, stream).reshape(b.shape, stream=stream)
-    return da, db
+    return _as_dtype(da, a.dtype, stream), _as_dtype(db, b.dtype, stream)
+
+
+def _as_dtype(x: mx.array, dtype: mx.Dtype, stream) -> mx.array:
+    return x if x.dtype == dtype else x.astype(dtype, stream=stream)
+
+
+def _vmapped_product(product, a, b, a_axis, b_axis, stream):
+    """``product`` (an op's custom function) vectorized over ``a_axis`` of ``a``
+    and ``b_axis`` of ``b`` (None: not mapped, the same for every example):
+    (outputs, output axis), the custom function's vmap rule.
+
+    The mapped axis becomes the front batch dimension, so the examples are one
+    batched product: each mapped operand gets its axis moved to the front and
+    size-1 batch dimensions after it up to the example's batch rank (an
+    unmapped operand broadcasts against them as it is). A mapped 1-D example
+    is a vector: (V, K) becomes (V, 1, K) for ``a``, (V, K, 1) for ``b``, and
+    the added axis is squeezed from the result.
+    """
+    if a_axis is None and b_axis is None:
+        return product(a, b), None
+    a_example_ndim = a.ndim - (a_axis is not None)
+    b_example_ndim = b.ndim - (b_axis is not None)
+    batch_ndim = max(a_example_ndim, b_example_ndim, 2) - 2
+
+    def to_front(x, axis, example_ndim, vector_axis):
+        x = mx.moveaxis(x, axis, 0, stream=stream)
+        if example_ndim == 1:
+            x = mx.expand_dims(x, vector_axis, stream=stream)
+        ones = batch_ndim + 3 - x.ndim  # (V, batch..., rows, columns)
+        return mx.expand_dims(x, list(range(1, 1 + ones)), stream=stream) if ones else x
+
+    if a_axis is not None:
+        a = to_front(a, a_axis, a_example_ndim, 1)
+    if b_axis is not None:
+        b = to_front(b, b_axis, b_example_ndim, -1)
+    out = product(a, b)
+    if b_axis is not None and b_example_ndim == 1:
+        out = mx.squeeze(out, -1, stream=stream)
+    if a_axis is not None and a_example_ndim == 1:
+        out = mx.squeeze(out, -1 if b_example_ndim == 1 else -2, stream=stream)
+    return out, 0
 
 
 @functools.cache
@@ -56,12 +137,14 @@ def _forward(choose: Callable[[str, Plan], kernel_choice.Launch], backend: str, 
     def forward(a, b):
         if backend == device.CPU_FALLBACK:
             return mx.matmul(a, b, stream=stream)
+        dtype = mx.result_type(a, b)  # mx.matmul's: float32 unless both are one half type
+        a, b = _as_dtype(a, _F32, stream), _as_dtype(b, _F32, stream)  # the kernels read float32
         pad_k, pad_n, run = _route(choose, backend, a.shape, b.shape, pad, *_route_depends())
         if pad_k or pad_n:  # operands copied once, with aligned rows
             a = mx.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, pad_k)], stream=stream)
             b = mx.pad(b, [(0, 0)] * (b.ndim - 2) + [(0, pad_k), (0, pad_n)], stream=stream)
         c = run(a, b, stream, {})
-        return c[..., : c.shape[-1] - pad_n] if pad_n else c
+        return _as_dtype(c[..., : c.shape[-1] - pad_n] if pad_n else c, dtype, stream)
 
     return forward
 
@@ -102,6 +185,10 @@ def _differentiable(
             return product(da, b)
         return product(da, b) + product(a, db)
 
+    @product.vmap
+    def vmap(inputs, axes):
+        return _vmapped_product(product, *inputs, *axes, stream)
+
     return product
 
 
@@ -128,7 +215,6 @@ def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool, *dep
 # 4.5 to 1.8 us a call (mx.matmul builds its whole call in ~1.3-1.7 us;
 # benchmarks/NOTES.md, session 6).
 _calls: dict = {}
-_F32 = mx.float32
 MAX_CALLS = 1024  # then forgotten at once, like a cache that is rarely full
 
 
@@ -142,26 +228,30 @@ def _call_state(stream) -> tuple:
 def _run(choose, a, b, stream, pad: bool = False) -> mx.array:
     stream = device.canonical(stream)  # what the caches below are keyed by
     if type(a) is mx.array and type(b) is mx.array:
-        key = (choose, stream, pad, a.shape, b.shape)
+        # Only calls that passed the checks below are remembered: a key with
+        # any other dtype is never found.
+        key = (choose, stream, pad, a.shape, b.shape, a.dtype, b.dtype)
         seen = _calls.get(key)
-        if seen is not None and a.dtype == _F32 and b.dtype == _F32 and seen[0] == _call_state(stream):
+        if seen is not None and seen[0] == _call_state(stream):
             return seen[1](a, b)
-    check_operand(a, "a")
-    check_operand(b, "b")
+    check_operand(a, "a", OPERAND_DTYPES)
+    check_operand(b, "b", OPERAND_DTYPES)
     backend = device.backend(stream)
     if backend == device.CPU_FALLBACK:
         plan(a.shape, b.shape)  # shape errors before anything is built
         return _differentiable(choose, backend, stream, pad)(a, b)
-    fn = _compiled(choose, backend, stream, pad, a.shape, b.shape, tuning_cache.generation(), launcher.poisoned())
+    fn = _compiled(choose, backend, stream, pad, a.shape, b.shape, tuning_cache.generation(), launcher.poisoned(),
+                   dtypes=(a.dtype, b.dtype))
     if len(_calls) >= MAX_CALLS:
         _calls.clear()
-    _calls[(choose, stream, pad, a.shape, b.shape)] = (_call_state(stream), fn)
+    _calls[(choose, stream, pad, a.shape, b.shape, a.dtype, b.dtype)] = (_call_state(stream), fn)
     return fn(a, b)
 
 
 @functools.lru_cache(maxsize=1024)
-def _compiled(choose, backend: str, stream, pad: bool, a_shape: tuple, b_shape: tuple, *depends_on):
-    """The op for one shape pair, under ``mx.compile``.
+def _compiled(choose, backend: str, stream, pad: bool, a_shape: tuple, b_shape: tuple, *depends_on,
+              dtypes: tuple = (_F32, _F32)):
+    """The op for one shape pair (and operand ``dtypes``), under ``mx.compile``.
 
     Why: a call of the uncompiled op costs ~30 us of host time on an H200's
     host (Python, MLX's custom-function and custom-kernel nodes, and two
@@ -195,7 +285,7 @@ def _compiled(choose, backend: str, stream, pad: bool, a_shape: tuple, b_shape: 
     plain = _forward(choose, backend, stream, pad)
     recording = [True]
     compiled = mx.compile(lambda a, b: (plain if recording[0] else product)(a, b))
-    compiled(mx.zeros(a_shape, dtype=mx.float32), mx.zeros(b_shape, dtype=mx.float32))  # records; nothing runs
+    compiled(mx.zeros(a_shape, dtype=dtypes[0]), mx.zeros(b_shape, dtype=dtypes[1]))  # records; nothing runs
     recording[0] = False
     return compiled
 
@@ -218,11 +308,14 @@ def _make_op(stage: str):
 
     op.__name__ = op.__qualname__ = stage
     op.__doc__ = (
-        f"``a @ b`` in float32 with the ``{stage}`` kernel.\n\n"
+        f"``a @ b``, accumulated in float32, with the ``{stage}`` kernel.\n\n"
         "Follows ``mx.matmul``: 1-D operands, broadcast batch dimensions, any\n"
-        "strides (transposed views are read in place). Both operands must be\n"
-        "float32 arrays. Differentiable. On a device without Metal or CUDA, or on\n"
-        "a CPU stream, it computes with ``mx.matmul`` (see\n"
+        "strides (transposed views are read in place). Operands are float32,\n"
+        "float16 or bfloat16 arrays; the result has ``mx.matmul``'s dtype for\n"
+        "them (see :mod:`mlx_sgemm.ops`). Differentiable. One kernel, K never\n"
+        "split: a row's result does not depend on the other rows, as with\n"
+        "``matmul(..., deterministic=True)``. On a device without Metal or\n"
+        "CUDA, or on a CPU stream, it computes with ``mx.matmul`` (see\n"
         ":func:`mlx_sgemm.backend`)."
     )
     return op
@@ -242,26 +335,38 @@ STAGE_OPS = {
 KERNELS = ("matmul", *STAGE_OPS)
 
 
-def op_by_name(kernel: str, precision: str = "float32"):
-    """The op called ``kernel``: "matmul" (at ``precision``) or a stage name."""
+def op_by_name(kernel: str, precision: str = "float32", deterministic: bool = False):
+    """The op called ``kernel``: "matmul" (at ``precision``, ``deterministic``
+    or not) or a stage name (one kernel each: always batch-invariant)."""
     if kernel == "matmul":
-        return functools.partial(matmul, precision=precision)
+        return functools.partial(matmul, precision=precision, deterministic=deterministic)
     if kernel in STAGE_OPS:
         return STAGE_OPS[kernel]
     raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
 
 
-def matmul(a: mx.array, b: mx.array, *, precision: str = "float32", stream=None) -> mx.array:
+def matmul(
+    a: mx.array, b: mx.array, *, precision: str = "float32", deterministic: bool = False, stream=None,
+) -> mx.array:
     """``a @ b`` with the fastest of our kernels for the shape and precision.
 
     Args:
-        a, b: float32 arrays, with ``mx.matmul``'s semantics (1-D operands,
-            broadcast batch dimensions, any strides).
+        a, b: float32, float16 or bfloat16 arrays, with ``mx.matmul``'s
+            semantics (1-D operands, broadcast batch dimensions, any strides)
+            and result dtype (see :mod:`mlx_sgemm.ops`).
         precision: ``"float32"`` (default): float32-accurate on every backend.
             ``"tf32"``: on CUDA, one TF32 tensor-core pass (about 1e-4 relative
             error, like ``mx.matmul``'s CUDA default). Apple GPUs have no TF32
             mode: on Metal, and on the CPU, ``"tf32"`` computes in float32 (more
             accurate than asked, never less). Anything else raises ValueError.
+        deterministic: ``True``: batch-invariant. Each row of the result is
+            bitwise the same whatever M, batch or call it is computed in: one
+            kernel per (precision, backend) for every shape, never chosen by
+            M (:func:`mlx_sgemm.dispatch.kernel_choice.deterministic`), K never
+            split, no autotune-cache lookup, no padding. Slower on few rows,
+            where the default runs kernels made for them. Holds for finite
+            operands on the GPU backends; on the CPU fallback the product is
+            ``mx.matmul``, which promises nothing of the kind.
         stream: stream or device; a CPU one computes with ``mx.matmul``.
 
     Differentiable. The kernel is the one :func:`mlx_sgemm.autotune` found
@@ -269,6 +374,8 @@ def matmul(a: mx.array, b: mx.array, *, precision: str = "float32", stream=None)
     :func:`mlx_sgemm.dispatch.kernel_choice.choose` (with K split where tiles are few).
     """
     kernel_choice.check_precision(precision)
+    if deterministic:
+        return _run(kernel_choice.deterministic_chooser(precision), a, b, stream)
     return _run(kernel_choice.chooser(precision), a, b, stream, pad=True)
 
 

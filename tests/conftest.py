@@ -9,13 +9,18 @@ SGEMM), the accuracy baseline the GPU tests compare against. It must be set
 before MLX creates its cuBLAS handles, hence here, before anything imports mlx.
 """
 
+import dataclasses
 import os
 
 os.environ.setdefault("MLX_ENABLE_TF32", "0")
 
+import mlx.core as mx  # noqa: E402
 import pytest  # noqa: E402
 
 import mlx_sgemm  # noqa: E402
+from mlx_sgemm import ops  # noqa: E402
+from mlx_sgemm.build import launcher, specs  # noqa: E402
+from mlx_sgemm.dispatch import device  # noqa: E402
 
 GPU_BACKEND = mlx_sgemm.backend()
 HAS_GPU = GPU_BACKEND in ("metal", "cuda")
@@ -35,3 +40,38 @@ def pytest_sessionstart(session):
             "the GPU tests would skip",
             returncode=3,
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class FakeLaunch:
+    """One kernel launch the Python made on a faked GPU."""
+
+    spec: specs.KernelSpec
+    a_shape: tuple
+    b_shape: tuple
+    k_splits: int
+    dtypes: tuple  # of the operands the kernel was handed
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """A Hopper GPU on CUDA whose launches compute with mx.matmul (so MLX's
+    compile, custom functions and transforms run for real, without a GPU);
+    yields the list of FakeLaunch the Python made (a replayed compiled call
+    makes none)."""
+    monkeypatch.setattr(device, "backend", lambda stream=None: device.CUDA)
+    monkeypatch.setattr(device, "has_wgmma", lambda: True)
+    monkeypatch.setattr(device, "name", lambda: "Fake H200")
+    launches = []
+
+    def prepared(spec, a_shape, b_shape, k_splits):
+        def run(a, b, stream, extra):
+            launches.append(FakeLaunch(spec, a_shape, b_shape, k_splits, (a.dtype, b.dtype)))
+            return mx.matmul(a, b, stream=stream)
+        return run
+
+    monkeypatch.setattr(launcher, "prepared", prepared)
+    forget = lambda: (ops._compiled.cache_clear(), ops._route.cache_clear(), ops._calls.clear())  # noqa: E731
+    forget()
+    yield launches
+    forget()

@@ -149,6 +149,22 @@ def test_compiled_training_step():
     close(compiled(a, b), 2 * (a @ b))
 
 
+@pytest.mark.parametrize("name", OPS)
+def test_shapeless_compile_is_refused_by_mlx(name):
+    """MLX 0.32 cannot infer the output shapes of a custom function's node (nor
+    of a custom kernel's): a function compiled with shapeless=True raises MLX's
+    ValueError at its first call, from mx.compile's own code (mlx_sgemm.ops
+    says why). Compiled with shapes, each new shape is a trace of its own."""
+    op = OPS[name]
+    a, b = accuracy.random_operands((4, 5), (5, 3))
+    shapeless = mx.compile(lambda a, b: op(a, b) * 2, shapeless=True)
+    with pytest.raises(ValueError, match="cannot infer output shapes"):
+        shapeless(a, b)
+    compiled = mx.compile(lambda a, b: op(a, b) * 2)
+    for x, y in ((a, b), accuracy.random_operands((2, 6, 5), (5, 7)), (a, b)):
+        close(compiled(x, y), 2 * (x @ y))
+
+
 @pytest.mark.parametrize("shape_c", [(5,), (3, 1), (3, 5), ()])
 def test_gemm_alpha_beta_and_gradients(shape_c):
     a, b = accuracy.random_operands((3, 4), (4, 5))

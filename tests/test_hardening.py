@@ -57,24 +57,27 @@ dims = st.integers(min_value=0, max_value=5)
 @settings(max_examples=150, deadline=None)
 @given(
     a=st.lists(dims, min_size=0, max_size=4), b=st.lists(dims, min_size=0, max_size=4),
-    dtype=st.sampled_from([mx.float32, mx.float16, mx.int32]),
+    dtype=st.sampled_from([mx.float32, mx.float16, mx.bfloat16, mx.int32]),
 )
 def test_validation_agrees_with_mx_matmul(a, b, dtype):
-    """Every shape/dtype mx.matmul rejects, we reject; every one it accepts, we accept."""
+    """Every shape mx.matmul rejects, we reject; every one it accepts, we accept,
+    with its result dtype. Integer operands are a TypeError (mx.matmul would
+    promote one against a float operand)."""
     x, y = mx.zeros(a, dtype=dtype), mx.zeros(b, dtype=mx.float32)
     try:
         expected = mx.matmul(x.astype(mx.float32), y).shape
     except (ValueError, RuntimeError):
         expected = None
-    if dtype != mx.float32:
-        with pytest.raises(TypeError, match="a must have dtype float32"):
+    if dtype == mx.int32:
+        with pytest.raises(TypeError, match="a must have dtype float32, float16 or bfloat16, got int32"):
             mlx_sgemm.matmul(x, y)
         return
     if expected is None:
         with pytest.raises(ValueError):
             mlx_sgemm.matmul(x, y)
     else:
-        assert mlx_sgemm.matmul(x, y, stream=mx.cpu).shape == tuple(expected)
+        c = mlx_sgemm.matmul(x, y, stream=mx.cpu)
+        assert c.shape == tuple(expected) and c.dtype == mx.float32
 
 
 def test_cpu_stream_uses_the_fallback_bit_for_bit():

@@ -244,6 +244,39 @@ def _candidate_named(backend: str, precision: str, p: Plan, key: str) -> Launch 
     return None
 
 
+def deterministic(backend: str, precision: str) -> Launch:
+    """The one launch ``matmul(..., deterministic=True)`` runs on ``backend`` at
+    ``precision``, for every shape: the heuristic's kernel for many rows (on
+    Hopper tile_wgmma with 128-row blocks, on other CUDA GPUs tile_threads or
+    the TF32 pipeline, on Metal tile_async), K not split.
+
+    Why that makes a row's result independent of the rest of the product:
+    each of these kernels computes every output from its row of A and column
+    of B in an order fixed by K and the kernel alone (k-tile after k-tile),
+    and where the output lies in its block, how many blocks there are and
+    which batch entry it is in change where it is computed, not how. Not
+    chosen by M (small_m, the block heights), not split (the partial sums'
+    boundaries follow the tile count), not looked up in the autotune cache
+    (its entries are per shape class). One exception, in float32 on Hopper:
+    a block whose operands hold an Inf or NaN recomputes its outputs with
+    FMAs (kernels/cuda/tile_wgmma.cu), so rows sharing a 128-row block with
+    such a row can differ in their last bits from the same rows elsewhere.
+    """
+    return _deterministic(backend, precision, device.has_wgmma())
+
+
+@functools.lru_cache(maxsize=16)
+def _deterministic(backend: str, precision: str, wgmma: bool) -> Launch:
+    return Launch(choose(backend, precision, None))
+
+
+@functools.cache
+def deterministic_chooser(precision: str):
+    """choose(backend, plan) -> Launch for ``matmul(..., deterministic=True)``:
+    :func:`deterministic`, whatever the plan."""
+    return lambda backend, _p: deterministic(backend, precision)
+
+
 @functools.cache
 def chooser(precision: str):
     """choose(backend, plan) -> Launch for matmul: the autotuner's pick where

@@ -45,14 +45,25 @@ TENSOR_MAPS = 16
 MAX_GRID_X = 2**31 - 1
 
 
-def check_operand(x, name: str) -> None:
-    """Raise ``TypeError`` unless ``x`` is a float32 ``mx.array`` with a dimension."""
-    if not isinstance(x, mx.array):
-        raise TypeError(
-            f"{name} must be an mlx.core.array of dtype float32, got {type(x).__name__}"
-        )
-    if x.dtype != mx.float32:
-        raise TypeError(f"{name} must have dtype float32, got {x.dtype}")
+# What the ops take: each operand float32, float16 or bfloat16, in any mix
+# (mlx_sgemm/ops.py: halves are products in float32, returned in mx.matmul's dtype).
+OPERAND_DTYPES = (mx.float32, mx.float16, mx.bfloat16)
+
+
+def dtype_name(dtype: mx.Dtype) -> str:
+    """The dtype's short name: "float16" for mx.float16 (str() gives "mlx.core.float16")."""
+    return str(dtype).rpartition(".")[2]
+
+
+def check_operand(x, name: str, dtypes: tuple = (mx.float32,)) -> None:
+    """Raise ``TypeError`` unless ``x`` is an ``mx.array`` of one of ``dtypes``
+    (default: float32 alone, what a kernel reads) with a dimension."""
+    if not isinstance(x, mx.array) or x.dtype not in dtypes:
+        names = [dtype_name(d) for d in dtypes]
+        allowed = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+        if not isinstance(x, mx.array):
+            raise TypeError(f"{name} must be an mlx.core.array of dtype {allowed}, got {type(x).__name__}")
+        raise TypeError(f"{name} must have dtype {allowed}, got {dtype_name(x.dtype)}")
     if x.ndim == 0:
         raise ValueError(f"{name} must have at least one dimension, got a 0-D array")
 
