@@ -7,6 +7,7 @@
 from . import nn
 from .autotuning import autotune
 from .dispatch.device import backend
+from .explain import Explanation, explain
 from .ops import (
     gemm,
     matmul,
@@ -24,6 +25,8 @@ __version__ = "0.1.0"
 __all__ = [
     "autotune",
     "backend",
+    "explain",
+    "Explanation",
     "gemm",
     "matmul",
     "naive",

@@ -200,12 +200,19 @@ def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool, *dep
     ``depends_on`` names (:func:`_route_depends`), so that a new autotune
     result takes effect at the next call.
     """
+    pad_k, pad_n, a_shape, b_shape, how = route_plan(choose, backend, a_shape, b_shape, pad)
+    return pad_k, pad_n, launcher.prepared(how.spec, a_shape, b_shape, how.k_splits)
+
+
+def route_plan(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool):
+    """(pad_k, pad_n, padded a_shape, padded b_shape, launch): what ``forward``
+    runs for one shape pair, before anything is built (``mlx_sgemm.explain``
+    shows it)."""
     pad_k, pad_n = kernel_choice.padding(backend, plan(a_shape, b_shape)) if pad else (0, 0)
     if pad_k or pad_n:
         a_shape = (*a_shape[:-1], a_shape[-1] + pad_k)
         b_shape = (*b_shape[:-2], b_shape[-2] + pad_k, b_shape[-1] + pad_n)
-    how = choose(backend, plan(a_shape, b_shape))
-    return pad_k, pad_n, launcher.prepared(how.spec, a_shape, b_shape, how.k_splits)
+    return pad_k, pad_n, a_shape, b_shape, choose(backend, plan(a_shape, b_shape))
 
 
 # The calls made so far, by (choose, stream, pad, operand shapes): the state they

@@ -45,6 +45,11 @@ def read_csv(path: Path) -> list[dict]:
     return rows
 
 
+def recorded_directories() -> list[Path]:
+    """Where the recorded runs are (the wheel's copy, else the checkout's)."""
+    return [d for d in _RECORDED_CANDIDATES if d.is_dir()]
+
+
 def newest_recorded(directories=_RECORDED_CANDIDATES) -> Path | None:
     """The most recent recorded run (by the date in its name), or None."""
     for directory in directories:

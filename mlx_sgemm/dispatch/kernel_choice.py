@@ -117,21 +117,39 @@ def check_precision(precision: str) -> None:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
 
 
-def choose(backend: str, precision: str, p: Plan) -> specs.KernelSpec:
+def choose(backend: str, precision: str, p: Plan, wgmma: bool | None = None) -> specs.KernelSpec:
     """The kernel for one product. ``precision`` "tf32" is honoured on CUDA only;
     Metal has no TF32 mode, so there (and on the CPU) the product is float32,
-    more accurate than asked, never less."""
+    more accurate than asked, never less. ``wgmma``: whether the GPU has
+    warpgroup MMA (Hopper); None asks the device."""
+    return choose_with_rule(backend, precision, p, wgmma)[0]
+
+
+def choose_with_rule(
+    backend: str, precision: str, p: Plan | None, wgmma: bool | None = None,
+) -> tuple[specs.KernelSpec, str]:
+    """:func:`choose`'s kernel and the rule that picked it, in words (what
+    :func:`mlx_sgemm.explain` shows). ``p`` None: a product of many rows."""
     if backend == device.CUDA:
         if p is not None and p.M <= WIDE_M and p.N >= WIDE_N:
-            return specs.spec("small_m_wide", backend)
+            return specs.spec("small_m_wide", backend), (
+                f"M <= {WIDE_M} rows against N >= {WIDE_N} columns: memory-bound; "
+                "128-column blocks read B straight into registers, enough blocks to fill the GPU")
         if p is not None and p.M <= SMALL_M:
-            return specs.spec("small_m", backend)
-        if device.has_wgmma():
-            return _hopper(precision, 128 if p is None else p.M)
-        return _without_wgmma(precision)
+            return specs.spec("small_m", backend), (
+                f"M <= {SMALL_M} rows: bound by reading B; float32 FMAs at memory speed, in either precision")
+        if device.has_wgmma() if wgmma is None else wgmma:
+            spec = _hopper(precision, 128 if p is None else p.M)
+            return spec, (
+                f"Hopper: the wgmma pipeline ({'one TF32 pass' if precision == 'tf32' else '3xTF32'}), "
+                f"the lowest block of {_WGMMA_ROWS[precision]} rows that holds C's rows: {spec.block_m}")
+        return _without_wgmma(precision), (
+            "a CUDA GPU without wgmma: "
+            + ("the cp.async TF32 pipeline" if precision == "tf32" else "FMA register tiles, ahead of 3xTF32 mma.sync"))
     if p is not None and p.M <= SMALL_M:
-        return specs.spec("small_m", backend)  # on Metal: seed 003's 8-row tile
-    return specs.spec("tile_async", backend)
+        return specs.spec("small_m", backend), (
+            f"M <= {SMALL_M} rows: tile_simdgroup with an 8x128 block (Akunu's small GEMM)")
+    return specs.spec("tile_async", backend), "the pipelined simdgroup-matrix kernel (unmeasured on Apple GPUs here)"
 
 
 @functools.cache
@@ -169,13 +187,14 @@ class Launch:
         return f"{self.spec.stage}[{template}]/{self.k_splits}"
 
 
-def heuristic(backend: str, precision: str, p: Plan) -> Launch:
-    return _heuristic(backend, precision, p, device.has_wgmma())
+def heuristic(backend: str, precision: str, p: Plan, wgmma: bool | None = None) -> Launch:
+    """The rule's launch for ``p`` (``wgmma`` None: ask the device)."""
+    return _heuristic(backend, precision, p, device.has_wgmma() if wgmma is None else wgmma)
 
 
 @functools.lru_cache(maxsize=4096)  # matmul asks on every call; the answer depends on these only
 def _heuristic(backend: str, precision: str, p: Plan, wgmma: bool) -> Launch:
-    spec = choose(backend, precision, p)
+    spec = choose(backend, precision, p, wgmma)
     return Launch(spec, k_splits(backend, spec, p))
 
 
@@ -244,7 +263,7 @@ def _candidate_named(backend: str, precision: str, p: Plan, key: str) -> Launch 
     return None
 
 
-def deterministic(backend: str, precision: str) -> Launch:
+def deterministic(backend: str, precision: str, wgmma: bool | None = None) -> Launch:
     """The one launch ``matmul(..., deterministic=True)`` runs on ``backend`` at
     ``precision``, for every shape: the heuristic's kernel for many rows (on
     Hopper tile_wgmma with 128-row blocks, on other CUDA GPUs tile_threads or
@@ -262,12 +281,12 @@ def deterministic(backend: str, precision: str) -> Launch:
     FMAs (kernels/cuda/tile_wgmma.cu), so rows sharing a 128-row block with
     such a row can differ in their last bits from the same rows elsewhere.
     """
-    return _deterministic(backend, precision, device.has_wgmma())
+    return _deterministic(backend, precision, device.has_wgmma() if wgmma is None else wgmma)
 
 
 @functools.lru_cache(maxsize=16)
 def _deterministic(backend: str, precision: str, wgmma: bool) -> Launch:
-    return Launch(choose(backend, precision, None))
+    return Launch(choose(backend, precision, None, wgmma))
 
 
 @functools.cache

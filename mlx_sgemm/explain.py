@@ -1,0 +1,234 @@
+"""``mlx_sgemm.explain``: what ``matmul`` would run for a product, and why.
+
+It plans and launches nothing, so it answers on any machine: on one without a
+GPU, name the backend to plan for (``backend="cuda"``, ``"metal"``) and, for
+CUDA, whether the GPU has warpgroup MMA (``wgmma``: Hopper, the default).
+
+>>> import mlx_sgemm
+>>> print(mlx_sgemm.explain((1, 4096), (4096, 4096), backend="cuda"))
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+from pathlib import Path
+
+import mlx.core as mx
+
+from . import ops
+from .bench import results
+from .dispatch import device, kernel_choice, tuning_cache
+from .dispatch.problem import check_operand, plan
+
+# What each precision promises, by where the product runs.
+_CONTRACTS = {
+    ("float32", "tensor"): "float32-accurate: 3xTF32 on the tensor cores (each operand split into a "
+                           "TF32 high and low part; error at or below cuBLAS SGEMM's)",
+    ("float32", "fma"): "float32: FMAs in float32, error like any float32 summation order (~1e-7)",
+    ("tf32", "tensor"): "TF32: one tensor-core pass on 10-bit mantissas (~1e-4 relative error, like "
+                        "mx.matmul's CUDA default)",
+    ("tf32", "fma"): "float32 (asked for TF32; this kernel computes in float32, more accurate than asked)",
+}
+_FMA_KERNELS = ("naive", "tile", "tile_threads", "small_m", "small_m_wide")
+
+
+@dataclasses.dataclass(frozen=True)
+class Explanation:
+    """What ``matmul`` runs for one product, and why. ``str()`` prints it."""
+
+    shape: str  # "M x N x K" with the batch, as planned
+    backend: str
+    device: str
+    precision: str
+    kernel: str  # the stage, or "mx.matmul"
+    source: str  # the kernel file, or "" for mx.matmul
+    parameters: dict  # block, threads, template constants, shared memory, grid
+    k_splits: int
+    padding: tuple[int, int]  # zero columns added to K and N first
+    chosen_by: str  # "autotune cache (...)", "rule: ...", "deterministic mode", "CPU fallback"
+    layouts: dict  # operand -> how the kernel reads it
+    contract: str
+    recorded: dict | None  # the nearest recorded measurement of matmul's default mode, if any
+
+    def __str__(self) -> str:
+        params = ", ".join(f"{k}={v}" for k, v in self.parameters.items())
+        lines = [
+            f"product      {self.shape}  ({self.precision})",
+            f"backend      {self.backend} ({self.device})",
+            f"kernel       {self.kernel}" + (f"  [{self.source}]" if self.source else ""),
+        ]
+        if params:
+            lines.append(f"parameters   {params}")
+        lines += [
+            f"K split      {self.k_splits} way{'s' if self.k_splits != 1 else ''}",
+            f"padding      K +{self.padding[0]}, N +{self.padding[1]}"
+            + ("  (operands copied once with 16-byte aligned rows)" if any(self.padding) else ""),
+            f"chosen by    {self.chosen_by}",
+        ]
+        lines += [f"operand {name}    {how}" for name, how in self.layouts.items()]
+        lines.append(f"contract     {self.contract}")
+        if self.recorded:
+            r = self.recorded
+            lines.append(
+                f"recorded     {r['shape']} on {r['device']}: {r['ratio']:.2f}x mx.matmul"
+                + (f", {r['tflops']:.1f} TFLOP/s" if r.get("tflops") else "")
+                + f"  ({r['file']})")
+        else:
+            lines.append("recorded     no recorded measurement for this backend")
+        return "\n".join(lines)
+
+
+def _shape_of(x, name: str) -> tuple[int, ...]:
+    if isinstance(x, mx.array):
+        check_operand(x, name)
+        return tuple(x.shape)
+    try:
+        if isinstance(x, str):
+            raise TypeError
+        shape = tuple(int(n) for n in x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an mlx.core.array or a shape (a tuple of ints), "
+                        f"got {type(x).__name__}") from None
+    if not shape or min(shape) < 0:
+        raise ValueError(f"{name} must be a shape of at least one dimension, none negative, got {shape}")
+    return shape
+
+
+def _layouts(backend: str, spec, b_transposed: bool) -> dict:
+    if backend == device.CPU_FALLBACK:
+        return {"a": "as MLX's CPU matmul reads it", "b": "as MLX's CPU matmul reads it"}
+    if spec.ensure_row_contiguous:
+        return {"a": "copied row-contiguous by MLX first", "b": "copied row-contiguous by MLX first"}
+    b = ("a transposed view (x @ W.T): read in place, down its columns" if b_transposed
+         else "row-major: read in place")
+    if spec.tensor_maps:
+        b += "; by TMA" + (" (B^T's rows into a swizzled tile)" if b_transposed else " (swizzled panels)")
+    return {
+        "a": "read in place at its strides (row-major, a transposed view or a slice: no copy)"
+             + ("; by TMA when row-major" if spec.tensor_maps else ""),
+        "b": b + "; other strides are read element by element",
+    }
+
+
+def _nearest_recorded(backend: str, precision: str, M: int, N: int, K: int, b_transposed: bool) -> dict | None:
+    """matmul's recorded ratio to mx.matmul at the measured shape nearest to
+    M x N x K (log distance), from the recorded shape suites and sweeps."""
+    if backend != device.CUDA:
+        return None  # every recorded run is on NVIDIA GPUs
+    best, best_distance = None, math.inf
+    for directory in results.recorded_directories():
+        for path in sorted(Path(directory).glob("*.csv")):
+            with open(path, newline="") as f:
+                for row in csv.DictReader(f):
+                    found = _recorded_row(row, precision, b_transposed)
+                    if found is None:
+                        continue
+                    distance = sum(abs(math.log(x / y)) for x, y in zip(found["mnk"], (M, N, K)))
+                    if distance < best_distance:
+                        best, best_distance = dict(found, file=path.name), distance
+        if best:
+            break
+    return best
+
+
+def _recorded_row(row: dict, precision: str, b_transposed: bool) -> dict | None:
+    if row.get("precision") != precision:
+        return None
+    try:
+        mnk = (int(row["M"]), int(row["N"]), int(row["K"]))
+        if "ratio" in row:  # a shape-suite row: matmul against mx.matmul
+            if (row.get("b_transposed_view") == "True") != b_transposed or row.get("batch"):
+                return None
+            return {"mnk": mnk, "shape": "x".join(map(str, mnk)), "device": row["device"],
+                    "ratio": float(row["ratio"]), "tflops": None}
+        if row.get("kernel") == "matmul" and not b_transposed:  # a sweep row
+            return {"mnk": mnk, "shape": "x".join(map(str, mnk)), "device": row["device"],
+                    "ratio": float(row["x_matmul"]), "tflops": float(row["gflops"]) / 1e3}
+    except (KeyError, ValueError):
+        return None
+    return None
+
+
+def explain(
+    a, b, *, precision: str = "float32", deterministic: bool = False, backend: str | None = None,
+    wgmma: bool = True, b_transposed: bool = False, stream=None,
+) -> Explanation:
+    """What ``mlx_sgemm.matmul(a, b, precision=..., deterministic=...)`` runs.
+
+    ``a``, ``b``: arrays or their shapes. ``backend``: plan for "cuda" or
+    "metal" whatever this machine has (default: the backend of ``stream``).
+    ``wgmma``: on CUDA when no CUDA GPU is present, whether to plan for Hopper.
+    ``b_transposed``: B is a transposed view (``x @ W.T``); arrays carry no
+    strides MLX would show, so the layout is said, not read.
+    """
+    kernel_choice.check_precision(precision)
+    a_shape, b_shape = _shape_of(a, "a"), _shape_of(b, "b")
+    p = plan(a_shape, b_shape)
+    here = device.backend(stream)
+    backend = backend or here
+    if backend not in (device.CUDA, device.METAL, device.CPU_FALLBACK):
+        raise ValueError(f"backend must be 'cuda', 'metal' or None, got {backend!r}")
+    has_wgmma = device.has_wgmma() if here == device.CUDA else wgmma
+    batch = f", batch {p.batch}" if p.batch_shape else ""
+    shape = f"{a_shape} @ {b_shape}: M {p.M}, N {p.N}, K {p.K}{batch}"
+    if here == backend:
+        name = "MLX on the CPU" if backend == device.CPU_FALLBACK else device.name()
+    elif backend == device.CUDA:
+        name = f"planned for {'a Hopper GPU (wgmma)' if has_wgmma else 'a CUDA GPU without wgmma'}, none here"
+    else:
+        name = "planned for an Apple GPU, none here"
+    if backend == device.CPU_FALLBACK:
+        return Explanation(
+            shape, backend, name, precision, "mx.matmul", "", {}, 1, (0, 0),
+            "CPU fallback: custom kernels cannot run on MLX's CPU backend "
+            "(explain(..., backend='cuda' or 'metal') shows what a GPU runs)",
+            _layouts(backend, None, b_transposed), "float32 (MLX's CPU matmul)", None)
+
+    if p.empty:
+        return Explanation(
+            shape, backend, name, precision, "none", "", {}, 1, (0, 0),
+            "an empty product: the result is zeros, no kernel runs", {}, "exact", None)
+    tuned = None
+    if deterministic:
+        how = kernel_choice.deterministic(backend, precision, has_wgmma)
+        pad_k = pad_n = 0
+        chosen_by = "deterministic mode: one kernel for every shape, K never split, no autotune lookup"
+    else:
+        if here == backend:
+            tuned = kernel_choice.tuned(backend, precision, p)
+
+        def choose(backend_, p_):
+            return tuned or kernel_choice.heuristic(backend_, precision, p_, has_wgmma)
+
+        pad_k, pad_n, _, _, how = ops.route_plan(choose, backend, a_shape, b_shape, pad=True)
+        if tuned is not None:
+            chosen_by = f"autotune cache ({tuning_cache.cache_path()}), entry {how.key}"
+        else:
+            padded = plan(
+                (*a_shape[:-1], a_shape[-1] + pad_k), (*b_shape[:-2], b_shape[-2] + pad_k, b_shape[-1] + pad_n))
+            chosen_by = "rule: " + kernel_choice.choose_with_rule(backend, precision, padded, has_wgmma)[1]
+            if how.k_splits > 1:
+                tiles = math.prod(padded.tiles(how.spec.block_m, how.spec.block_n)) * padded.batch
+                chosen_by += (f"; K split {how.k_splits} ways: {tiles} output tiles alone would leave "
+                              f"most of the GPU's SMs idle")
+    spec = how.spec
+    threads = spec.threadgroup[0] * spec.threadgroup[1] * spec.threadgroup[2]
+    tiles_m, tiles_n = p.tiles(spec.block_m, spec.block_n)
+    parameters = {
+        "block": f"{spec.block_m}x{spec.block_n}", "threads": threads,
+        **{k: (int(v) if isinstance(v, bool) else v) for k, v in spec.template},
+        "blocks": tiles_m * tiles_n * p.batch * how.k_splits,
+    }
+    if spec.shared_memory:
+        parameters["shared_memory"] = f"{spec.shared_memory // 1024} KB"
+    unit = "fma" if spec.source_file.split(".")[0] in _FMA_KERNELS else "tensor"
+    if backend == device.METAL:
+        contract = "float32 (Apple GPUs have no TF32 mode)" if precision == "tf32" else "float32: simdgroup matrices in float32"
+    else:
+        contract = _CONTRACTS[(precision, unit)]
+    return Explanation(
+        shape, backend, name, precision, spec.stage, f"kernels/{backend}/{spec.source_file}", parameters,
+        how.k_splits, (pad_k, pad_n), chosen_by, _layouts(backend, spec, b_transposed), contract,
+        None if deterministic else _nearest_recorded(backend, precision, p.M, p.N, p.K, b_transposed))

@@ -1,0 +1,93 @@
+"""mlx_sgemm.explain, without a GPU: for every shape class of the shape suite
+(benchmarks/shape_suite.py) it names what matmul runs, and that is what matmul
+then launches (on a faked Hopper GPU, see conftest.fake_cuda)."""
+
+import importlib.util
+from pathlib import Path
+
+import mlx.core as mx
+import pytest
+
+import mlx_sgemm
+from mlx_sgemm.dispatch import device
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("shape_suite", ROOT / "benchmarks" / "shape_suite.py")
+shape_suite = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(shape_suite)
+
+
+def operand_shapes(batch, m, n, k, transposed):
+    return (*batch, m, k), (*batch, k, n)
+
+
+def suite_ids(case):
+    batch, m, n, k, t = case
+    return f"{'x'.join(map(str, batch)) + 'x' if batch else ''}{m}x{n}x{k}{'-WT' if t else ''}"
+
+
+@pytest.mark.parametrize("precision", ["float32", "tf32"])
+@pytest.mark.parametrize("case", shape_suite.SHAPES, ids=suite_ids)
+def test_explain_names_what_matmul_launches(fake_cuda, case, precision):
+    a_shape, b_shape = operand_shapes(*case)
+    e = mlx_sgemm.explain(a_shape, b_shape, precision=precision, b_transposed=case[4])
+    assert e.backend == "cuda" and e.device == "Fake H200"
+    assert e.chosen_by.startswith("rule: ")
+    # Not evaluated: the launch is decided (and recorded) when the call is built.
+    a = mx.zeros(a_shape)
+    b = mx.zeros(b_shape[:-2] + b_shape[-1:] + b_shape[-2:-1]).swapaxes(-1, -2) if case[4] else mx.zeros(b_shape)
+    mlx_sgemm.matmul(a, b, precision=precision)
+    launch = fake_cuda[-1]
+    assert (launch.spec.stage, launch.k_splits) == (e.kernel, e.k_splits)
+    assert e.source == f"kernels/cuda/{launch.spec.source_file}"
+    assert e.parameters["block"] == f"{launch.spec.block_m}x{launch.spec.block_n}"
+    padded_k = a_shape[-1] + e.padding[0]
+    assert launch.a_shape[-1] == padded_k and launch.b_shape[-1] == b_shape[-1] + e.padding[1]
+    text = str(e)
+    for field in ("product", "backend", "kernel", "K split", "padding", "chosen by", "operand a", "operand b",
+                  "contract", "recorded"):
+        assert field in text
+    # Every shape class of the suite was measured on an H100 and an H200.
+    assert e.recorded is not None and e.recorded["ratio"] > 0
+
+
+@pytest.mark.parametrize("backend", ["cuda", "metal"])
+@pytest.mark.parametrize("case", shape_suite.SHAPES, ids=suite_ids)
+def test_explain_plans_for_a_gpu_this_machine_lacks(case, backend):
+    a_shape, b_shape = operand_shapes(*case)
+    for wgmma in (True, False):
+        e = mlx_sgemm.explain(a_shape, b_shape, backend=backend, wgmma=wgmma, b_transposed=case[4])
+        assert e.backend == backend and "none here" in e.device
+        assert e.source.startswith(f"kernels/{backend}/") and e.parameters["blocks"] >= 1
+        if backend == "metal":
+            assert e.kernel in ("tile_async", "small_m") and e.recorded is None
+
+
+def test_explain_on_the_cpu_says_mx_matmul_runs():
+    e = mlx_sgemm.explain(mx.zeros((3, 4)), mx.zeros((4, 5)))
+    assert device.backend() == device.CPU_FALLBACK  # this machine (CI) has no GPU
+    assert e.kernel == "mx.matmul" and "CPU" in e.chosen_by
+
+
+def test_explain_deterministic_mode_and_the_autotune_cache(fake_cuda, monkeypatch):
+    d = mlx_sgemm.explain((7, 4096), (4096, 4096), deterministic=True)
+    assert d.chosen_by.startswith("deterministic") and d.k_splits == 1 and d.recorded is None
+    assert d.kernel == mlx_sgemm.explain((4096, 4096), (4096, 4096), deterministic=True).kernel
+    from mlx_sgemm.dispatch import kernel_choice
+
+    planted = kernel_choice.Launch(kernel_choice.specs.spec("tile_threads", "cuda"), 2)
+    monkeypatch.setattr(kernel_choice, "tuned", lambda backend, precision, p: planted)
+    e = mlx_sgemm.explain((64, 4096), (4096, 4096))
+    assert e.kernel == "tile_threads" and e.k_splits == 2 and e.chosen_by.startswith("autotune cache")
+
+
+def test_explain_errors_name_the_argument():
+    with pytest.raises(TypeError, match="b must"):
+        mlx_sgemm.explain((2, 3), "3x4")
+    with pytest.raises(ValueError, match="precision"):
+        mlx_sgemm.explain((2, 3), (3, 4), precision="fp8")
+    with pytest.raises(ValueError, match="backend"):
+        mlx_sgemm.explain((2, 3), (3, 4), backend="vulkan")
+    with pytest.raises(ValueError):
+        mlx_sgemm.explain((2, 3), (4, 5), backend="cuda")  # K mismatch, as mx.matmul says
+    assert mlx_sgemm.explain((0, 3), (3, 4), backend="cuda").kernel == "none"
