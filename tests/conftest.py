@@ -54,6 +54,16 @@ class FakeLaunch:
 
 
 @pytest.fixture
+def on_cpu():
+    """MLX's default device set to the CPU for one test: the CPU fallback on any
+    machine, and float64, which only the CPU has."""
+    previous = mx.default_device()
+    mx.set_default_device(mx.cpu)
+    yield
+    mx.set_default_device(previous)
+
+
+@pytest.fixture
 def fake_cuda(monkeypatch):
     """A Hopper GPU on CUDA whose launches compute with mx.matmul (so MLX's
     compile, custom functions and transforms run for real, without a GPU);

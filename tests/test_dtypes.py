@@ -139,7 +139,7 @@ def test_bfloat16_mlp_forward_and_gradients(backend, request):
         assert np.allclose(as_f64(g), as_f64(r), rtol=5e-2, atol=5e-2), path
 
 
-def test_replace_linear_leaves_quantized_and_other_dtypes_and_says_so(caplog):
+def test_replace_linear_leaves_quantized_and_other_dtypes_and_says_so(caplog, on_cpu):
     model = nn.Sequential(nn.Linear(64, 64), nn.QuantizedLinear(64, 64), nn.Linear(64, 8))
     model.layers[2].set_dtype(mx.float64)  # a dtype the ops do not take
     with caplog.at_level(logging.INFO, logger="mlx_sgemm"):

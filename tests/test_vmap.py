@@ -48,6 +48,8 @@ def backend(request, monkeypatch):
     """Where the ops run; counts the calls of the vmap rule."""
     if request.param == "fake cuda":
         request.getfixturevalue("fake_cuda")
+    else:
+        request.getfixturevalue("on_cpu")
     calls = []
     rule = ops._vmapped_product
 
