@@ -6,8 +6,9 @@ each evaluated alone, for Nsight Compute: kernel time and DRAM bytes per call.
         python benchmarks/ncu_small_m.py 4 14336 4096
         python benchmarks/ncu_small_m.py 1 4096 4096 T     # x @ W.T
 
-(M N K, and T for B as a transposed view; benchmarks/NOTES.md, session 6: why the shape suite's loop flatters
-cuBLAS on this shape.) CUDA only.
+(M N K, and T for B as a transposed view.) The question: is a small product's
+gap to cuBLAS in the kernel or around it? (docs/performance-log.md, "H100's
+4x14336x4096 and B's L2 policy".) CUDA only, under ncu on the GPU machine.
 """
 import os
 import sys

@@ -1,5 +1,7 @@
 """One TF32 8192^3 product of matmul's kernel and one of cuBLAS's (mx.matmul,
-TF32), for Nsight Compute to put side by side (benchmarks/NOTES.md, session 5):
+TF32), for Nsight Compute to put side by side: where does cuBLAS's TF32 kernel
+still gain on ours? (docs/performance-log.md, "TF32 against cuBLAS under Nsight
+Compute: a persistent, TMA-fed kernel"). CUDA on Hopper only:
 
     ncu --clock-control none --kernel-name regex:"custom_kernel|sm90|xmma|cutlass" \\
         --launch-skip 2 --launch-count 2 --section SpeedOfLight --section WarpStateStats \\

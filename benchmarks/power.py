@@ -1,5 +1,5 @@
 """Power, SM clock and energy per product while one product runs back to back:
-mx.matmul beside matmul (or explore.py variants), in the same process.
+mx.matmul beside matmul (or kernel_variants.py variants), in the same process.
 
     python benchmarks/power.py --precision tf32 --sizes 4096 8192 \\
         [tile_wgmma:SPLIT=0,BM=256,LOOKAHEAD=1,IN_FLIGHT=1 ...]
@@ -8,8 +8,9 @@ Why: an H100 / H200 running a big product sits at its power limit (700 W on
 the H200), where the clock it holds is set by the energy each instruction,
 L2 request and tensor-core product costs. Two kernels that take the same
 cycles can then differ in speed by their energy per product, which is stable
-to ~1% from run to run where timings drift by several (benchmarks/NOTES.md,
-session 8). nvidia-smi samples power and clock every 50 ms.
+to ~1% from run to run where timings drift by several (docs/performance-log.md,
+"TF32 at the power limit: energy per product"). nvidia-smi samples power and
+clock every 50 ms; CUDA only. Prints a table; nothing is written.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def sample(fn, seconds: float):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("variants", nargs="*", help="explore.py variants (default: matmul)")
+    parser.add_argument("variants", nargs="*", help="kernel_variants.py variants (default: matmul)")
     parser.add_argument("--precision", choices=("float32", "tf32"), default="tf32")
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     parser.add_argument("--rounds", type=int, default=2)
@@ -59,7 +60,7 @@ def main() -> int:
     import mlx.core as mx
 
     sys.path.insert(0, os.path.dirname(__file__))
-    from explore import parse_variant
+    from kernel_variants import parse_variant
 
     from mlx_sgemm import ops
     from mlx_sgemm.bench import accuracy

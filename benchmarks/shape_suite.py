@@ -3,7 +3,7 @@
     python benchmarks/shape_suite.py --precision float32 --csv results/shapes.csv
     python benchmarks/shape_suite.py --precision tf32 --csv results/shapes.csv
 
-Shapes: M in {1, 4, 8, 32, 128, 512, 2048} against seed 003's 7B-model
+Shapes: M in {1, 4, 8, 32, 128, 512, 2048} against Akunu's GEMM chapter's 7B-model
 projections (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336)}, plus
 (1024, 4096), a shape that is a multiple of no tile, batched products, and
 x @ W.T with W's transposed view (nn.Linear's layout). Each is timed next to
@@ -14,7 +14,8 @@ evaluates many independent calls together, which the GPU may run at once;
 float32 compares with cuBLAS SGEMM (MLX_ENABLE_TF32=0), tf32 with MLX's default
 TF32 cuBLAS; MLX reads that variable once, so the precision is set here before
 MLX is imported, one precision per process. Errors are measured on sampled rows
-against float64.
+against float64. Needs MLX's CUDA backend; rows are appended to --csv
+(benchmarks/results/shapes-*.csv are such runs).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """``mlx_sgemm.autotune``: time matmul's candidate kernels for a shape, keep the fastest.
 
-adaptive.choose is a heuristic written from one GPU's measurements. The
+kernel_choice.choose is a heuristic written from one GPU's measurements. The
 autotuner measures instead: for the shape class of ``a @ b`` (sizes rounded up
 to powers of two, see mlx_sgemm.dispatch.tuning_cache) it runs every candidate of
-adaptive.candidates on ``a`` and ``b``, rejects any whose result is not
+kernel_choice.candidates on ``a`` and ``b``, rejects any whose result is not
 float32-accurate (or TF32-accurate for precision "tf32") against mx.matmul,
 times the rest, and stores the winner in the cache. From then on matmul uses
 the winner for every shape of that class on this device, in this process and

@@ -131,7 +131,7 @@ def _vmapped_product(product, a, b, a_axis, b_axis, stream):
 @functools.cache
 def _forward(choose: Callable[[str, Plan], kernel_choice.Launch], backend: str, stream, pad: bool = False):
     """``a @ b`` with the launch ``choose(backend, plan)``, the operands padded to
-    aligned rows first where ``pad`` and :func:`adaptive.padding` say so (matmul;
+    aligned rows first where ``pad`` and :func:`kernel_choice.padding` say so (matmul;
     the stage ops run as they are). No derivatives: see :func:`_differentiable`."""
 
     def forward(a, b):
@@ -220,7 +220,7 @@ def route_plan(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool):
 # like one before it (a model's every step) is then this lookup, a few reads
 # and the compiled function: on an H200's host matmul's own Python went from
 # 4.5 to 1.8 us a call (mx.matmul builds its whole call in ~1.3-1.7 us;
-# benchmarks/NOTES.md, session 6).
+# docs/performance-log.md, "Per-call cost").
 _calls: dict = {}
 MAX_CALLS = 1024  # then forgotten at once, like a cache that is rarely full
 
@@ -264,7 +264,7 @@ def _compiled(choose, backend: str, stream, pad: bool, a_shape: tuple, b_shape: 
     host (Python, MLX's custom-function and custom-kernel nodes, and two
     stop_gradient nodes), against mx.matmul's ~19; products of a few rows take
     less than that on the GPU. A compiled function replays its recorded graph
-    from C++ without running our Python (benchmarks/NOTES.md, per-call cost).
+    from C++ without running our Python (docs/performance-log.md, "Per-call cost").
 
     Two graphs, one function. MLX records the graph at the first call whose
     operands are not tracers and replays it at every such call after; under a
@@ -394,7 +394,7 @@ def gemm(
 
     ``c`` must broadcast to the product's shape (it may be omitted when beta is
     0). On Metal the scaling and the addition of ``c`` happen in the kernel's
-    store (seed 002's interface, kernels/metal/tile_async.metal); elsewhere they
+    store (the interface of Fast Matrix Multiply on an Apple GPU, kernels/metal/tile_async.metal); elsewhere they
     are MLX element-wise ops after :func:`matmul`. Differentiable in a, b and c.
     """
     check_operand(a, "a")

@@ -61,7 +61,7 @@ MAX_SPILL_BYTES_AT_LIMIT = 64
 def check_resources(spec, report: str):
     # ptxas C7513: it made each wgmma wait for the one before (registers of a
     # product in flight written, or too few to keep them): correct, and 2-10x
-    # slower (benchmarks/NOTES.md).
+    # slower (docs/performance-log.md, "tile_wgmma: when the consumers wait").
     assert "wgmma.mma_async instructions are serialized" not in report, report
     spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", report)]
     registers = [int(n) for n in re.findall(r"Used (\d+) registers", report)]
@@ -144,8 +144,8 @@ def test_a_path_no_include_can_spell_is_inlined(monkeypatch, tmp_path):
 # st.shared): their pointers into shared memory are derived from the __shared__
 # array, never rounded through an integer. A generic access (PTX ld/st with no
 # state space, SASS LD.E) reaches shared memory too, more slowly: tile_wgmma's B
-# fragments, read that way until session 7, cost 5% at float32 (H200,
-# benchmarks/NOTES.md).
+# fragments, read that way, cost 5% at float32 (H200; docs/performance-log.md,
+# "tile_wgmma reads shared memory as shared memory").
 SHARED_AS_SHARED = ("tile_wgmma", "matmul_tf32_wgmma", "small_m", "small_m_wide")
 GENERIC_ACCESS = re.compile(
     r"^\s*(?:@!?%p\d+\s+)?((?:ld|st)(?:\.(?!shared|global|param|local|const)\w+)*)\s", re.M)

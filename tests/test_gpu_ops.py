@@ -83,7 +83,7 @@ def test_stage_broadcasts_like_matmul(stage, shape_a, shape_b):
 )
 def test_matmul_pads_unaligned_operands(shape_a, shape_b, b_transposed):
     """Big products whose rows are not 16-byte aligned run on zero-padded copies
-    (adaptive.padding); the result has the true shape and float32 accuracy."""
+    (kernel_choice.padding); the result has the true shape and float32 accuracy."""
     a, b = accuracy.random_operands(shape_a, shape_b)
     if b_transposed:
         b = b.T

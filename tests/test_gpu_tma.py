@@ -1,6 +1,7 @@
 """On a Hopper GPU: tile_wgmma's TMA copies give TF32's accuracy on every
 shape and layout, also where the TMA copies one operand and cp.async the
-other, and call after call (the race session 8 found)."""
+other, and call after call (docs/performance-log.md, "wgmma register operands
+rewritten in flight")."""
 
 import mlx.core as mx
 import numpy as np
@@ -79,9 +80,9 @@ def test_tma_batches_broadcasts_and_splits():
 
 
 def test_products_in_flight_keep_their_fragments():
-    """40 calls at once, A by cp.async and B by TMA: before session 8's fix the
-    next k-tile's fragments overwrote registers that queued products had yet to
-    read, and 19 of 40 calls came out wrong."""
+    """40 calls at once, A by cp.async and B by TMA: a kernel whose next k-tile's
+    fragments overwrite registers that queued products have yet to read gets
+    19 of 40 calls wrong (seen on an H200)."""
     a, b = a_rows_apart(1100, 1000, 1024), accuracy.random_operands((1, 1), (1000, 1100))[1]
     outs = [launcher.launch(SPEC, a, b) for _ in range(40)]
     mx.eval(*outs)

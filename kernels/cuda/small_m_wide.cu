@@ -12,7 +12,7 @@
 // stages B through shared memory in strips of 32 columns (a warp reads 128
 // bytes of a row of a row-major B), which keeps many blocks busy even at
 // N = 1024. Where N is wide enough for blocks of 128 columns to fill the GPU
-// (adaptive.py, WIDE_N), the plainest way reads B faster: every warp reading
+// (mlx_sgemm/dispatch/kernel_choice.py, WIDE_N), the plainest way reads B faster: every warp reading
 // 512 contiguous bytes per load, straight into registers, several loads in
 // flight, no shared memory and no barrier until the end. (ncu, 4x14336x4096:
 // 57 us on an H200 against cuBLAS's 90; docs/performance-log.md,

@@ -1,4 +1,4 @@
-"""Seed 001's table, per problem size, from measurement rows (live or recorded)."""
+"""The M2 SGEMM journey repository's table, per problem size, from measurement rows (live or recorded)."""
 
 from __future__ import annotations
 

@@ -60,7 +60,8 @@ def one_at_a_time(product: Callable, a: mx.array, b: mx.array) -> Callable[[], m
     Independent calls may then run at once on the GPU (MLX's CUDA graph links
     only kernels that share data), and for a small memory-bound product that
     measures throughput, with the calls sharing B in L2, not the time of one
-    product (benchmarks/NOTES.md, session 6). Here each call's ``a`` gets 0 x a
+    product (docs/performance-log.md, "One product at a time: what the suite's
+    loop had hidden"). Here each call's ``a`` gets 0 x a
     column of the previous call's output added: one small elementwise kernel,
     the same whatever ``product`` is, and a chain of calls that run in turn.
     """

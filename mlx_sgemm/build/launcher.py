@@ -97,7 +97,7 @@ def prepared(spec: specs.KernelSpec, a_shape: tuple, b_shape: tuple, k_splits: i
     """What :func:`launch` runs for one (kernel, operand shapes, split), with everything that
     depends on those alone worked out once: the plan, the kernel object, its
     ``params`` input, the grid and the reshapes. On a small product the per-call
-    Python is a visible share of the time (benchmarks/NOTES.md, per-call cost)."""
+    Python is a visible share of the time (docs/performance-log.md, "Per-call cost")."""
     p = plan(a_shape, b_shape)
     if p.empty:
         return lambda a, b, stream, extra: mx.zeros(p.out_shape, dtype=mx.float32, stream=stream)

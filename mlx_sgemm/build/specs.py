@@ -34,7 +34,7 @@ class KernelSpec:
     template: tuple[tuple[str, int | bool], ...] = ()
     shared_memory: int = 0  # dynamic shared memory in bytes (CUDA only)
     # CUDA only: blocks that must fit on one SM at once. Caps registers per thread
-    # through __launch_bounds__ (see kernels/cuda/sgemm.cuh); 0 leaves them free.
+    # through __launch_bounds__ (see kernels/cuda/sgemm/params.cuh); 0 leaves them free.
     min_blocks: int = 0
     # Macros defined ahead of the shared header, for what must be decided before
     # it (e.g. which intrinsics a Metal stage declares at namespace scope).
@@ -213,11 +213,11 @@ _SPECS = {
         KernelSpec("tile_32", "cuda", "tile.cu", (32, 32, 1), 32, 32, (("TILE", 32),)),
         # 256 threads x 8x16 outputs each = a 128x256 tile, warp-tiled, k-tiles
         # of 8 double-buffered in shared memory, each thread's fragments read a
-        # k ahead (see tile_threads.cu); one block an SM. H200, 4096^3 / 8192^3
-        # (benchmarks/NOTES.md, session 9): 128x256 blocks 40.4 / 43.8 TFLOP/s,
-        # 128x128 blocks of 128 threads, 2 an SM, 37.6 / 40.9; before that, with
-        # 128x128: k-tiles of 16 37.3-38.5 / 39.5-39.6 against 8's 38.7-39.4 /
-        # 41.2-41.3 (of 32: 30.2 / 31.0, spills), 16x8 per thread 38.1-38.3 / 39.6.
+        # k ahead (see tile_threads.cu); one block an SM: each k-tile copied
+        # serves 128x256 outputs. H200, 4096^3 / 8192^3: 40.4 / 43.8 TFLOP/s,
+        # against 37.6 / 40.9 for two 128x128 blocks an SM (docs/performance-log.md,
+        # "tile_threads: one 128x256 block per SM"; k-tiles of 8 and 8x16 outputs
+        # a thread: "tile_threads: 8x16 outputs a thread").
         KernelSpec(
             "tile_threads", "cuda", "tile_threads.cu", (256, 1, 1), 128, 256,
             (("BM", 128), ("BN", 256), ("BK", 8), ("TM", 8), ("TN", 16)),
@@ -232,14 +232,14 @@ _SPECS = {
         cuda_wgmma(),
         # M <= 8 (decode-time x @ W): memory-bound (kernels/cuda/small_m.cu).
         # BN 32, 8 warps, 4 stages (80 KB, 2 blocks/SM, 128 registers). H200,
-        # compiled calls in alternating rounds (benchmarks/small_m_ab.py): 3
+        # compiled calls in alternating rounds (benchmarks/small_m_variants.py): 3
         # stages the same within noise, BN 64 with 16 warps faster on one
         # shape and slower on others, BN 16 with 4 warps up to 40% slower.
         cuda_small_m(),
-        # M <= 4 against N >= 12288 (adaptive.WIDE_N): 128 columns a block, B
+        # M <= 4 against N >= 12288 (kernel_choice.WIDE_N): 128 columns a block, B
         # read straight into registers (kernels/cuda/small_m_wide.cu). 8 warps;
         # 4 chunks in flight (row-major B) were 0-10% faster than 2, 16 warps
-        # slower (benchmarks/NOTES.md, session 6).
+        # slower (docs/performance-log.md, "small_m_wide: B straight into registers").
         cuda_small_m_wide(),
     ],
     # Every Metal kernel reads a_strides / b_strides, so MLX passes any layout
@@ -248,7 +248,7 @@ _SPECS = {
         KernelSpec("naive", "metal", "naive.metal", (16, 16, 1), 16, 16),
         KernelSpec("tile_16", "metal", "tile.metal", (16, 16, 1), 16, 16, (("TILE", 16),)),
         KernelSpec("tile_32", "metal", "tile.metal", (32, 32, 1), 32, 32, (("TILE", 32),)),
-        # Seed 000's choice: 8x8 threads, 4x4 outputs each, a 32x32 tile, TILE_K 16.
+        # The M2 SGEMM journey's choice: 8x8 threads, 4x4 outputs each, a 32x32 tile, TILE_K 16.
         KernelSpec(
             "tile_threads", "metal", "tile_threads.metal", (8, 8, 1), 32, 32,
             (("TILE_K", 16), ("WPT", 4)),
@@ -258,13 +258,13 @@ _SPECS = {
             "tile_simdgroup", "metal", "tile_simdgroup.metal", (128, 1, 1), 32, 32,
             (("BM", 32), ("BN", 32), ("SG_M", 16), ("SG_N", 16), ("TILE_K", 16)),
         ),
-        # matmul's small-M variant (M <= 8), seed 003's "small" GEMM: the same
+        # matmul's small-M variant (M <= 8), Akunu's GEMM chapter's "small" GEMM: the same
         # kernel with an 8x128 block, 4 simdgroups of 8x32 side by side.
         KernelSpec(
             "small_m", "metal", "tile_simdgroup.metal", (128, 1, 1), 8, 128,
             (("BM", 8), ("BN", 128), ("SG_M", 8), ("SG_N", 32), ("TILE_K", 16)),
         ),
-        # Seed 002's best: SW x SW = 2x2 simdgroups of SIMD_TILE x SIMD_TILE = 4x4
+        # Fast Matrix Multiply on an Apple GPU's best: SW x SW = 2x2 simdgroups of SIMD_TILE x SIMD_TILE = 4x4
         # accumulators (a 64x64 block), k-tiles of 16 fetched by simdgroup_async_copy,
         # double buffered. The same source, with SGEMM_ALPHA_BETA, is gemm:
         # C = alpha A B + beta C_in (inputs c_in, the output's shape, row-contiguous,

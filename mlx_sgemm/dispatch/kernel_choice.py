@@ -1,6 +1,6 @@
 """Which kernel ``mlx_sgemm.matmul`` runs for a shape, backend and precision.
 
-The choice follows measurements on an H200 (benchmarks/NOTES.md). On CUDA a
+The choice follows measurements on an H200 (docs/performance-log.md). On CUDA a
 product of at most 8 rows (a token's activations against a weight) is bound by
 reading B and runs small_m, float32 FMAs at memory speed, in either precision
 (small_m_wide for up to 4 rows against 12288 columns and more).
@@ -12,8 +12,8 @@ aligned copied to padded ones first (``padding``). Other CUDA GPUs
 get the fastest mma.sync / FMA kernels: tile_threads for float32 (~41 TFLOP/s
 at 8192^3 on an H200, ahead of the 3xTF32 mma.sync pipeline's ~19) and
 tile_async's single TF32 pass. On Metal the pipelined simdgroup-matrix kernel
-(tile_async) is the choice, and for M <= 8 seed 003's 8-row variant of
-tile_simdgroup (small_m). Neither Metal choice is measured here (no Apple GPU).
+(tile_async) is the choice, and for M <= 8 the 8-row variant of
+tile_simdgroup (small_m, after Akunu's GEMM chapter's small GEMM). Neither Metal choice is measured here (no Apple GPU).
 
 That is the heuristic. ``mlx_sgemm.autotune`` times the candidates for a shape
 instead, once per (device, precision, shape class), and what it found (kept in
@@ -40,7 +40,7 @@ _HOPPER_TF32 = specs.cuda_wgmma("matmul_tf32_wgmma", SPLIT=False)
 # ahead (with 2 the ring had a stage too few). H200, same process, two runs:
 # 287 / 301 -> 302 / 318 TFLOP/s at 4096^3, 299 / 288 -> 313 / 305 at 8192^3.
 # Copies by TMA: run for seconds at the power limit, 277 -> 286 TFLOP/s at
-# 4096^3, 308 -> 318 at 8192^3 (benchmarks/NOTES.md, session 8).
+# 4096^3, 308 -> 318 at 8192^3 (docs/performance-log.md, "tile_wgmma: A and B by TMA").
 _HOPPER_TF32_TALL = specs.cuda_wgmma(
     "matmul_tf32_wgmma", SPLIT=False, BM=256, IN_FLIGHT=True, LOOKAHEAD=1, TMA=1)
 # tile_wgmma's block heights: C's rows up to 32 or 64 take a narrower block,
@@ -54,7 +54,8 @@ SMALL_M = 8  # rows of C up to which the product is memory-bound (small_m)
 # Up to WIDE_M rows against at least WIDE_N columns, small_m_wide: its blocks
 # of 128 columns then number 96 and more, enough to fill the GPU with one
 # product. With fewer (32 at N = 4096), one product at a time was slow: H200,
-# float32, shape_suite.py --one-at-a-time (benchmarks/NOTES.md, session 6),
+# float32, shape_suite.py --one-at-a-time (docs/performance-log.md, "One
+# product at a time: what the suite's loop had hidden"),
 # 1x4096x4096 W.T 64 -> 47 us and 1x4096x14336 134 -> 95 with small_m there
 # (MLX: 45, 92). (Timing many independent calls at once, which the GPU runs
 # side by side, had made 4096 look right.)
@@ -65,11 +66,12 @@ HOPPER_SMS = 132
 MIN_SPLIT_K = 1024
 # Split-K pays wherever the output's tiles leave SMs idle: a product's time
 # is then its one wave of too few blocks. H200, float32, each call waiting for
-# the previous one (shape_suite.py --one-at-a-time; benchmarks/NOTES.md,
-# session 6), 32 tiles: 32x4096x14336 354 -> 130 us (4 splits), 128x4096x4096
-# 215 -> 106. (Session 5 had found splits at 32 and 64 tiles slower, timing many
-# independent calls at once: their blocks then filled each other's idle SMs.
-# Timed that way, TF32 512x4096x4096, 64 tiles split 2 ways, is at 0.79x.)
+# the previous one (shape_suite.py --one-at-a-time), 32 tiles: 32x4096x14336
+# 354 -> 130 us (4 splits), 128x4096x4096 215 -> 106. Timing many independent
+# calls at once instead, their blocks fill each other's idle SMs and splits at
+# 32 and 64 tiles look slower (TF32 512x4096x4096, 64 tiles split 2 ways:
+# 0.79x); a product on its own is what the rule serves (docs/performance-log.md,
+# "One product at a time: what the suite's loop had hidden").
 
 
 def k_splits(backend: str, spec: specs.KernelSpec, p: Plan) -> int:
@@ -104,7 +106,7 @@ def padding(backend: str, p: Plan) -> tuple[int, int]:
 
     The CUDA kernels copy operands with 16-byte cp.async where rows are 16-byte
     aligned, and 4 bytes at a time otherwise: 4095x4097x4093 ran at 0.43x
-    mx.matmul (benchmarks/NOTES.md). Zeros add nothing to the dot products, and
+    mx.matmul (docs/performance-log.md, "Short C and unaligned operands"). Zeros add nothing to the dot products, and
     the extra columns of C are sliced off.
     """
     if backend != device.CUDA or min(p.M, p.N) < MIN_PADDED:
@@ -229,7 +231,7 @@ def candidates(backend: str, precision: str, p: Plan) -> list[Launch]:
         if p.M <= SMALL_M:
             add(specs.spec("small_m_wide", backend))
     elif backend == device.METAL:
-        # Every Metal kernel can split K too (sgemm.h's locate_tile); unmeasured
+        # Every Metal kernel can split K too (kernels/metal/sgemm/: locate_tile); unmeasured
         # on Apple GPUs, so only the autotuner tries it.
         splits = (1, 2, 4) if p.K >= 2 * MIN_SPLIT_K else (1,)
         for stage in ("tile_async", "tile_simdgroup", "tile_threads", "small_m"):

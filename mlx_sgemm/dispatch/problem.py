@@ -27,7 +27,7 @@ import mlx.core as mx
 MAX_KERNEL_NDIM = 10
 
 # Layout of the int32 ``params`` input every kernel reads (mirrored by the enum
-# ``Param`` in kernels/*/sgemm.h*): sizes, the tile counts, and the output's batch
+# ``Param`` in kernels/cuda/sgemm/params.cuh and kernels/metal/sgemm/): sizes, the tile counts, and the output's batch
 # shape, which the kernel needs to split its batch index into coordinates. After
 # the batch shape comes the length of a K split (both headers' locate_tile, see
 # Plan.params; K itself when K is not split).
@@ -37,7 +37,7 @@ P_M, P_N, P_K, P_TILES_M, P_TILES_N, P_BATCH_NDIM, P_BATCH_SHAPE = range(7)
 MIN_PARAMS = 8
 # Kernels that copy by TMA find the tensor maps of A, B and B^T (32 words each,
 # mlx_sgemm/build/tensormap.py) from here on in ``params`` (sgemm::P_TENSOR_MAPS in
-# kernels/cuda/sgemm.cuh): past the longest batch shape (MAX_KERNEL_NDIM - 2).
+# kernels/cuda/sgemm/params.cuh): past the longest batch shape (MAX_KERNEL_NDIM - 2).
 TENSOR_MAPS = 16
 
 # A launch's grid is given in threads as a C int (and CUDA's x axis holds at most
@@ -176,8 +176,8 @@ def plan(a_shape, b_shape) -> Plan:
 
 
 # Every op call plans its shapes (and the custom function's forward again): a
-# few microseconds each, which small products feel (benchmarks/NOTES.md, per-call
-# cost). A shape pair's plan never changes; errors are not cached.
+# few microseconds each, which small products feel (docs/performance-log.md,
+# "Per-call cost"). A shape pair's plan never changes; errors are not cached.
 @functools.lru_cache(maxsize=4096)
 def _plan(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> Plan:
     if len(a_shape) == 0 or len(b_shape) == 0:

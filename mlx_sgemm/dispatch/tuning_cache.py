@@ -6,7 +6,7 @@ variable ``MLX_SGEMM_AUTOTUNE_CACHE`` names another. It is read once per process
 and written whole, atomically, after each tuning.
 A file that cannot be read or parsed is treated as empty, with a warning, and
 replaced at the next tuning: a corrupt cache costs a re-tune, never a wrong
-kernel (an entry only selects among the kernels ``adaptive.candidates`` offers
+kernel (an entry only selects among the kernels ``kernel_choice.candidates`` offers
 for the shape, with a K split of at most one per 32 of K, and an entry naming
 none of them is ignored).
 """

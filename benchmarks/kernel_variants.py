@@ -2,13 +2,13 @@
 
 A variant is a stage with some of its spec changed, e.g.
 
-    python benchmarks/explore.py --sizes 4096 8192 \\
+    python benchmarks/kernel_variants.py --sizes 4096 8192 \\
         tile_threads tile_threads:min_blocks=2 tile_simdgroup:BK=16
 
 (`key=value` changes a template constant of that name, or else a KernelSpec
 field). Each variant is checked against float64 on sampled rows and timed (median
 after warm-up) in the same process as mx.matmul. Results are printed and, with
---csv, appended to a file.
+--csv, appended to a file. Needs an MLX GPU backend (the variant's).
 """
 
 from __future__ import annotations

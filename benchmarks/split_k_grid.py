@@ -1,13 +1,15 @@
 """Every tile_wgmma block height x K split on the shape suite's mid shapes, each
-a compiled launch, next to mx.matmul (session 5's split-K figures).
+a compiled launch, next to mx.matmul: which block height and K split is
+fastest for products of few output tiles?
 
 Its timing evaluates many independent calls together, which the GPU may run at
 once, so a product of few tiles looks cheaper than it is one at a time: these
 figures had split-K limited to 16 tiles, which one-at-a-time timing overturned
-(benchmarks/NOTES.md, session 6; adaptive.k_splits).
+(docs/performance-log.md, "Split-K revisited with compiled calls";
+kernel_choice.k_splits).
 
-    python benchmarks/split_grid.py float32
-    python benchmarks/split_grid.py tf32
+    python benchmarks/split_k_grid.py float32
+    python benchmarks/split_k_grid.py tf32
 
 Prints one line per shape: mx.matmul's time, the heuristic's choice, and
 "BM<height>/<splits>:<us>" for heights up to twice the rows of C and splits

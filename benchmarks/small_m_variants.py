@@ -1,14 +1,17 @@
 """small_m variants against each other and mx.matmul (float32), each call a
 compiled launch, in 3 alternating rounds (each side's median round).
 
-    python benchmarks/small_m_ab.py                  # small_m's variants (session 5)
-    python benchmarks/small_m_ab.py --wide small_m small_m_wide small_m_wide:U=2
-                                                     # M 1-4 against wide B (session 6)
-    python benchmarks/small_m_ab.py --one-at-a-time --cases 1,4096,4096,T -- small_m
+    python benchmarks/small_m_variants.py                  # small_m's variants
+    python benchmarks/small_m_variants.py --wide small_m small_m_wide small_m_wide:U=2
+                                                     # M 1-4 against wide B
+    python benchmarks/small_m_variants.py --one-at-a-time --cases 1,4096,4096,T -- small_m
                                                      # chosen shapes, each call chained
 
-A variant is written as for benchmarks/explore.py ("small_m:STAGES=3",
-"small_m_wide:WARPS=16,U=1"). CUDA only. Results: benchmarks/NOTES.md.
+A variant is written as for benchmarks/kernel_variants.py ("small_m:STAGES=3",
+"small_m_wide:WARPS=16,U=1"). The question: which small-M template is fastest
+for decode-time products? CUDA only; prints a table. Results so far:
+docs/performance-log.md, "small_m: B and A through a ring of cp.async windows"
+and "small_m_wide: B straight into registers".
 """
 
 import argparse
@@ -16,7 +19,7 @@ import os
 import sys
 
 import mlx.core as mx  # noqa: E402
-from explore import parse_variant  # noqa: E402
+from kernel_variants import parse_variant  # noqa: E402
 
 from mlx_sgemm.bench import accuracy, measure, timing
 from mlx_sgemm.build import launcher
@@ -32,7 +35,8 @@ CASES = [(1, 4096, 4096, False), (1, 4096, 4096, True), (1, 14336, 4096, False),
 # --wide: 1-4 rows (small_m_wide's) against B of 8192-14336 columns, both
 # layouts, and two shapes at N = 4096. (Timed this way, as independent calls,
 # these set small_m_wide's threshold at 4096; one product at a time moved it to
-# 12288: adaptive.WIDE_N, benchmarks/NOTES.md, session 6.)
+# 12288: kernel_choice.WIDE_N, docs/performance-log.md, "One product at a
+# time: what the suite's loop had hidden".)
 WIDE_CASES = [(m, n, k, t) for t in (False, True) for m in (1, 2, 3, 4)
               for n, k in ((14336, 4096), (11008, 4096), (8192, 8192))]
 WIDE_CASES += [(1, 4096, 4096, t) for t in (False, True)] + [(4, 4096, 14336, t) for t in (False, True)]

@@ -1,7 +1,7 @@
 """Time the small-M kernel (kernels/cuda/small_m.cu) on decode-time shapes, next to
 mx.matmul, with B row-major (x @ W) or a transposed view (x @ W.T).
 
-    python benchmarks/small_m_explore.py --M 1 4 8 -- \\
+    python benchmarks/small_m_decode_shapes.py --M 1 4 8 -- \\
         "" "STAGES=3" "WARPS=16,STAGES=3" "BN=16,WARPS=4"
 
 A variant is `key=value` changes to the small_m spec: an argument of
@@ -19,7 +19,7 @@ small_m, 15 for mx.matmul). The kernels' own times: --profile
 under Nsight Compute,
 
     ncu --clock-control none --metrics gpu__time_duration.sum --csv \\
-        python benchmarks/small_m_explore.py --profile --M 1 8 -- "" > ncu.csv
+        python benchmarks/small_m_decode_shapes.py --profile --M 1 8 -- "" > ncu.csv
 """
 
 from __future__ import annotations
