@@ -244,10 +244,10 @@ def async_copy(clamp_mode=0, wait=True, src_offset="1", stats=None):
         .replace("SRC_OFFSET", src_offset)
         .replace("WAIT", "__metal_wait_simdgroup_events(1, events);" if wait else "")
     )
-    # The intrinsics as kernels/metal/sgemm.h declares them (seed 002's
-    # declarations, at namespace scope), for a stage that defines SGEMM_ASYNC_COPY.
+    # The intrinsics as kernels/metal/sgemm/async_copy.h declares them (at
+    # namespace scope), with the headers tile_async includes.
     base = specs.spec("naive", "metal")
-    spec = variant(base, body=body, header="#define SGEMM_ASYNC_COPY 1\n" + base.header())
+    spec = variant(base, body=body, header=sources.headers_text("metal", "tile_async.metal"))
     a = np.arange(40, dtype=np.float32)
     b, params = np.ones(16, dtype=np.float32), np.zeros(8, dtype=np.int32)
     infos = [signatures.ArrayInfo("float32", 1, 40), signatures.ArrayInfo("float32", 1, 16),

@@ -1,4 +1,4 @@
-#include "sgemm.h"
+#include "sgemm/schedule.h"
 // Stage 1, naive: one thread per element of C.
 //
 // Each thread walks a row of A and a column of B straight from device memory:

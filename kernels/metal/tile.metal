@@ -1,11 +1,13 @@
-#include "sgemm.h"
+#include "sgemm/epilogue.h"
+#include "sgemm/load.h"
+#include "sgemm/schedule.h"
 // Stage 2, tile_16 / tile_32: threadgroup-memory tiling (TILE is 16 or 32).
 //
 // A TILE x TILE threadgroup computes a TILE x TILE block of C. Each step along
 // K, every thread loads one element of A and one of B into threadgroup memory,
 // and then all threads read the whole TILE-wide strips from there: each element
-// fetched from device memory is used TILE times instead of once. (Seed 000: on
-// an M2, tile_16 beats tile_32, whose 1024 threads and 8 KiB per threadgroup
+// fetched from device memory is used TILE times instead of once. (The M2 SGEMM
+// journey: on an M2, tile_16 beats tile_32, whose 1024 threads and 8 KiB per threadgroup
 // leave fewer threadgroups resident to hide memory latency.)
 //
 // Which element a thread loads follows the operand's layout (sgemm::load_tile

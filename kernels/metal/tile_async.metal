@@ -1,12 +1,16 @@
-#include "sgemm.h"
-// Stage 5, tile_async (and gemm, C = alpha A B + beta C_in): seed 002's kernel.
-// One simdgroup fetches each k-tile of A and B with simdgroup_async_copy (seed
-// 002 measured one loading simdgroup to be faster than all of them), while
+#include "sgemm/async_copy.h"
+#include "sgemm/epilogue.h"
+#include "sgemm/schedule.h"
+#include "sgemm/simdgroup.h"
+// Stage 5, tile_async (and gemm, C = alpha A B + beta C_in): the kernel of
+// Fast Matrix Multiply on an Apple GPU.
+// One simdgroup fetches each k-tile of A and B with simdgroup_async_copy (that
+// post measured one loading simdgroup to be faster than all of them), while
 // SW x SW simdgroups multiply, each SIMD_TILE x SIMD_TILE 8x8 accumulators:
-// seed 002's best, sigma = SW = 2 and s = SIMD_TILE = 4, is a 64x64 block from
+// its best, sigma = SW = 2 and s = SIMD_TILE = 4, is a 64x64 block from
 // 128 threads, and its TILE_K = 2 (8x8 matrices) is TILE_K = 16 here (elements).
 //
-// Beyond the seed:
+// Beyond the post:
 // * Double buffering: the copy of k-tile kt + 1 runs into one pair of buffers
 //   while the simdgroups multiply k-tile kt from the other. One barrier per
 //   k-tile: when it completes, the copy of kt + 1 has been waited on, and

@@ -1,4 +1,7 @@
-#include "sgemm.h"
+#include "sgemm/epilogue.h"
+#include "sgemm/load.h"
+#include "sgemm/schedule.h"
+#include "sgemm/simdgroup.h"
 // Stage 4, tile_simdgroup: the matrix units. A simdgroup_float8x8 is an 8x8
 // matrix spread over the 32 lanes of a simdgroup (two elements each);
 // simdgroup_multiply_accumulate multiplies two of them in one operation of the
@@ -8,7 +11,7 @@
 // SG_M x SG_N part held as (SG_M / 8) x (SG_N / 8) accumulators (template
 // constants, mlx_sgemm/specs.py). The stage itself is 32x32 in 16x16 quarters:
 // every loaded A matrix is used twice, every B matrix twice. With BM = 8 and
-// BN = 128 the same code is matmul's small-M variant (seed 003's "small" GEMM:
+// BN = 128 the same code is matmul's small-M variant (Akunu's GEMM chapter's "small" GEMM:
 // an 8-row tile, 4 simdgroups side by side along N, 8x32 each), which wastes
 // no more than 7 rows when A has few. K advances TILE_K at a time through
 // threadgroup memory, loaded by all 128 threads.
@@ -16,7 +19,7 @@
 // Any M, N, K: the tiles are zero-filled outside A and B (zeros add nothing to
 // the products), and an 8x8 block that overhangs the edge of C is stored
 // through threadgroup memory, from where each lane writes only elements inside
-// C (sgemm::store_8x8). (Seed 000's version loads straight from device memory
+// C (sgemm::store_8x8). (The M2 SGEMM journey's version loads straight from device memory
 // and assumes sizes that are multiples of 8.)
 //
 // Any layout: the operands reach simdgroup_load only through threadgroup

@@ -1,7 +1,9 @@
-#include "sgemm.h"
+#include "sgemm/epilogue.h"
+#include "sgemm/load.h"
+#include "sgemm/schedule.h"
 // Stage 3, tile_threads: register tiling. An 8x8 threadgroup computes a
 // (8*WPT) x (8*WPT) = 32x32 block of C, each thread WPT x WPT = 4x4 outputs
-// held in registers (seed 000's shape; see kernels/cuda/tile_threads.cu for the
+// held in registers (the M2 SGEMM journey's shape; see kernels/cuda/tile_threads.cu for the
 // 8x8-per-thread NVIDIA version).
 //
 // Why: in the tiled stage every multiply-add reads two values from threadgroup
@@ -12,7 +14,7 @@
 // leaves room for many resident threadgroups to hide memory latency.
 //
 // A thread's outputs are strided (rows ty + 8*i, columns tx + 8*j) rather than
-// seed 000's contiguous 4x4 block: then the 8 threads of a row read 8
+// the M2 SGEMM journey's contiguous 4x4 block: then the 8 threads of a row read 8
 // consecutive words of Bs (a stride of 4 words would make them collide in the
 // memory banks) and store 8 consecutive columns of C.
 constexpr int TG = 8;  // threads per side of the threadgroup (the spec's (8, 8, 1))

@@ -36,8 +36,8 @@ class KernelSpec:
     # CUDA only: blocks that must fit on one SM at once. Caps registers per thread
     # through __launch_bounds__ (see kernels/cuda/sgemm/params.cuh); 0 leaves them free.
     min_blocks: int = 0
-    # Macros defined ahead of the shared header, for what must be decided before
-    # it (e.g. which intrinsics a Metal stage declares at namespace scope).
+    # Macros defined ahead of the headers the stage includes, for what they
+    # must know first (the launch bounds, TMA, gemm's alpha/beta inputs).
     defines: tuple[tuple[str, int], ...] = ()
     # Whether MLX must hand the kernel row-contiguous copies. Kernels that read
     # a_strides / b_strides for their matrix dims take any layout as it is
@@ -272,12 +272,11 @@ _SPECS = {
         KernelSpec(
             "tile_async", "metal", "tile_async.metal", (128, 1, 1), 64, 64,
             (("SW", 2), ("SIMD_TILE", 4), ("TILE_K", 16)),
-            defines=(("SGEMM_ASYNC_COPY", 1),),
         ),
         KernelSpec(
             "gemm", "metal", "tile_async.metal", (128, 1, 1), 64, 64,
             (("SW", 2), ("SIMD_TILE", 4), ("TILE_K", 16)),
-            defines=(("SGEMM_ASYNC_COPY", 1), ("SGEMM_ALPHA_BETA", 1)),
+            defines=(("SGEMM_ALPHA_BETA", 1),),
             inputs=("a", "b", "c_in", "params", "scalars"),
         ),
     ],

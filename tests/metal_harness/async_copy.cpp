@@ -1,5 +1,5 @@
 // simdgroup_async_copy for the Metal CPU harness: the definitions of the
-// undocumented AIR intrinsics a kernel declares (seed 002):
+// undocumented AIR intrinsics a kernel declares (as Fast Matrix Multiply on an Apple GPU does):
 //
 //   thread _simdgroup_event_t* __metal_simdgroup_async_copy_2d(...)
 //       __asm("air.simdgroup_async_copy_2d.p3i8.p1i8");

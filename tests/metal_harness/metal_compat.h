@@ -14,7 +14,7 @@
 //   * a simdgroup_float8x8 holds two elements per lane, as on Apple GPUs, and
 //     every load/store/multiply is one collective operation of all 32 lanes,
 //     checked for lanes that diverge or pass different arguments;
-//   * simdgroup_async_copy (seed 002's declarations) is in async_copy.cpp.
+//   * simdgroup_async_copy (the declarations of Fast Matrix Multiply on an Apple GPU) is in async_copy.cpp.
 // Anything not declared here is unsupported and fails to compile (unknown
 // identifier, or a static_assert that says so).
 #ifndef METAL_HARNESS_COMPAT_H
@@ -549,7 +549,7 @@ inline uint3 attr3(const uint32_t (&v)[3]) { return uint3(v[0], v[1], v[2]); }
 
 // ---- simdgroup_async_copy ---------------------------------------------------------
 // Not declared here: as on Apple's compiler, a kernel declares the AIR
-// intrinsics itself, at namespace scope (seed 002). async_copy.cpp defines them
+// intrinsics itself, at namespace scope (kernels/metal/sgemm/async_copy.h). async_copy.cpp defines them
 // under the same __asm symbol names in its own translation unit, so the
 // kernel's declarations bind to them at link time.
 

@@ -1,0 +1,33 @@
+// Operand: a matrix as MLX hands it over, read at its own strides (row-major,
+// transposed views, slices, broadcasts), zeros outside it.
+#ifndef MLX_SGEMM_METAL_OPERAND_H
+#define MLX_SGEMM_METAL_OPERAND_H
+
+#include "params.h"
+
+namespace sgemm {
+
+// A rows x cols operand as MLX hands it over: element (r, c) at p[r * rs + c * cs].
+// Row-major arrays have cs == 1, transposed views (a.T, swapaxes) rs == 1;
+// slices have any strides (negative ones too, x[::-1]), broadcasts a stride of
+// 0. P is `const device float*` or `const constant float*`.
+template <typename P>
+struct Operand {
+  P p;
+  int64_t rs, cs;
+  int rows, cols;
+
+  float operator()(int r, int c) const { return p[r * rs + c * cs]; }
+
+  // Element (r, c), or 0 outside the matrix: tiles that overhang the edge read
+  // zeros, which add nothing to a dot product.
+  float at(int r, int c) const { return (r < rows && c < cols) ? (*this)(r, c) : 0.0f; }
+
+  // Stored column by column (a transposed view): neighbouring threads should
+  // then take neighbouring rows, so that a simdgroup reads a contiguous run.
+  bool column_major() const { return rs == 1 && cs != 1; }
+};
+
+}  // namespace sgemm
+
+#endif  // MLX_SGEMM_METAL_OPERAND_H
