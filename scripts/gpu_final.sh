@@ -5,13 +5,15 @@
 source scripts/gpu_env.sh
 case "$1" in
   tests)
-    # Every test that can run there: the GPU tests and everything else but the
-    # Metal CPU harness (clang from ziglang is not carried) and the notebook.
+    # Every test that can run there: all but the Metal CPU harness (its clang,
+    # from ziglang, is not carried), the CUDA compile checks (the GPU runs the
+    # kernels themselves), the notebook and the workflow check (their packages
+    # are not carried either), and the collection check (CI's concern).
     timeout 540 python3 -m pytest -q -p no:cacheprovider -rfEs tests \
-      --ignore=tests/test_metal_harness.py --ignore=tests/test_metal_layouts.py \
-      --ignore=tests/test_metal_tile_async.py --ignore=tests/test_cuda_compile.py \
-      --ignore=tests/test_notebook.py --ignore=tests/metal \
-      -s > "$OUT/pytest.log" 2>&1
+      --ignore=tests/metal --ignore=tests/build/test_cuda_compile.py \
+      --ignore=tests/test_notebook.py --ignore=tests/test_ci_workflow.py \
+      --ignore=tests/test_collection.py \
+      > "$OUT/pytest.log" 2>&1
     grep -E "x @ W|passed|failed|FAILED|SKIPPED|Timeout" "$OUT/pytest.log" | tail -25
     timeout 150 python3 examples/digits_mlp.py > "$OUT/digits.log" 2>&1; tail -12 "$OUT/digits.log"
     ;;

@@ -16,8 +16,8 @@ import pytest
 from mlx_sgemm.bench.accuracy import relative_error
 from mlx_sgemm.build import specs
 
-from .metal_harness import driver
-from .metal_harness.checks import check, layout, replace_once, variant
+from .harness import driver
+from .harness.checks import check, layout, replace_once, variant
 
 METAL_SPECS = specs.specs("metal")
 

@@ -18,8 +18,8 @@ import pytest
 from mlx_sgemm.build import specs
 from mlx_sgemm.dispatch.problem import plan
 
-from .metal_harness import driver
-from .metal_harness.checks import check, gemm_error, layout, replace_once, variant
+from .harness import driver
+from .harness.checks import check, gemm_error, layout, replace_once, variant
 
 TILE_ASYNC = specs.spec("tile_async", "metal")
 GEMM = specs.spec("gemm", "metal")

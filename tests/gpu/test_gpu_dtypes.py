@@ -15,7 +15,7 @@ import mlx_sgemm
 from mlx_sgemm.bench import accuracy
 from mlx_sgemm.build import specs
 
-from .conftest import requires_gpu
+from ..conftest import requires_gpu
 
 pytestmark = [requires_gpu, pytest.mark.gpu]
 

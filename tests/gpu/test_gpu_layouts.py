@@ -8,7 +8,7 @@ from mlx_sgemm.bench import accuracy, timing
 from mlx_sgemm.build import registry, specs
 from mlx_sgemm.dispatch import kernel_choice
 
-from .conftest import requires_gpu
+from ..conftest import requires_gpu
 
 pytestmark = [requires_gpu, pytest.mark.gpu]
 

@@ -11,7 +11,7 @@ from mlx_sgemm.bench import accuracy
 from mlx_sgemm.build import launcher, specs
 from mlx_sgemm.dispatch import device
 
-from .conftest import requires_gpu
+from ..conftest import requires_gpu
 
 pytestmark = [
     requires_gpu, pytest.mark.gpu,

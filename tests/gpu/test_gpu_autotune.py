@@ -9,7 +9,7 @@ from mlx_sgemm.bench import accuracy
 from mlx_sgemm.dispatch import kernel_choice, tuning_cache
 from mlx_sgemm.dispatch.problem import plan
 
-from .conftest import requires_gpu
+from ..conftest import requires_gpu
 
 pytestmark = [requires_gpu, pytest.mark.gpu]
 

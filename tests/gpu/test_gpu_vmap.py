@@ -13,7 +13,7 @@ import pytest
 import mlx_sgemm
 from mlx_sgemm.bench import accuracy
 
-from .conftest import requires_gpu
+from ..conftest import requires_gpu
 
 pytestmark = [requires_gpu, pytest.mark.gpu]
 

@@ -1,6 +1,6 @@
 """Every Metal kernel, compiled and executed on the CPU by the Metal harness.
 
-tests/metal_harness/ compiles the exact source MLX would hand Apple's compiler
+tests/metal/harness/ compiles the exact source MLX would hand Apple's compiler
 (signatures.metal_source on the registry's KernelSpec) with clang against a
 Metal compatibility header, and runs a dispatch with fibers for threads (see
 driver.py and runtime.cpp). Needs clang: `pip install ziglang` provides one.
@@ -18,8 +18,8 @@ from mlx_sgemm.bench.accuracy import relative_error
 from mlx_sgemm.build import signatures, sources, specs
 from mlx_sgemm.dispatch.problem import plan
 
-from .metal_harness import checks, driver
-from .metal_harness.checks import operands, replace_once, variant
+from .harness import checks, driver
+from .harness.checks import operands, replace_once, variant
 
 METAL_SPECS = specs.specs("metal")
 

@@ -9,7 +9,7 @@ import pytest
 
 from mlx_sgemm.bench import measure, peaks, timing
 
-from .conftest import GPU_BACKEND
+from ..conftest import GPU_BACKEND
 
 SHAPES = [(7, 5, 3), (9, 4, 2)]
 PEAK = peaks.DevicePeak(None, None, "test")

@@ -18,7 +18,7 @@ import mlx_sgemm
 from mlx_sgemm.bench import accuracy
 from mlx_sgemm.build import launcher, specs
 
-from .conftest import GPU_BACKEND, requires_gpu
+from ..conftest import GPU_BACKEND, requires_gpu
 
 pytestmark = [
     requires_gpu,

@@ -14,7 +14,7 @@ from mlx_sgemm.bench import accuracy
 from mlx_sgemm.dispatch import device, kernel_choice
 from mlx_sgemm.dispatch.problem import plan
 
-from .conftest import requires_gpu
+from ..conftest import requires_gpu
 
 pytestmark = [requires_gpu, pytest.mark.gpu]
 
