@@ -346,7 +346,7 @@ def test_missing_threadgroup_barrier_gives_wrong_results(spec, which):
     "spec", [s for s in METAL_SPECS if "sgemm::load_tile" in s.source() or "sgemm::copy_tile"
              in s.source()], ids=lambda s: s.stage)
 def test_bounds_check_off_by_one_is_caught(spec):
-    """sgemm.h's Operand::at accepting column `cols`: a read one past a row of B."""
+    """sgemm/operand.h's Operand::at accepting column `cols`: a read one past a row of B."""
     header = replace_once(spec.header(), "(r < rows && c < cols) ?", "(r < rows && c <= cols) ?")
     mutant = variant(spec, header=header)
     a, b = operands((33, 17), (17, 65))
