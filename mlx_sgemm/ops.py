@@ -18,7 +18,7 @@ stream), the product is computed and accumulated in float32, and the result is
 cast once to the result dtype; converting on load inside the kernels is the
 planned next step. The casts are inside the custom function, so gradients come
 back in the operands' dtypes. On the CPU fallback ``mx.matmul`` takes the
-halves as they are (same result dtype). ``gemm`` takes float32 alone for now.
+halves as they are (same result dtype).
 
 ``mx.vmap``: the custom function's vmap rule folds the mapped axis into the
 product's batch (:func:`_vmapped_product`), so one product serves every
@@ -388,53 +388,89 @@ def matmul(
 
 def gemm(
     a: mx.array, b: mx.array, c: mx.array | None = None, *,
-    alpha: float = 1.0, beta: float = 0.0, precision: str = "float32", stream=None,
+    alpha: float | mx.array = 1.0, beta: float | mx.array = 0.0, precision: str = "float32", stream=None,
 ) -> mx.array:
     """BLAS's GEMM: ``alpha * (a @ b) + beta * c``.
 
-    ``c`` must broadcast to the product's shape (it may be omitted when beta is
-    0). On Metal the scaling and the addition of ``c`` happen in the kernel's
-    store (the interface of Fast Matrix Multiply on an Apple GPU, kernels/metal/tile_async.metal); elsewhere they
-    are MLX element-wise ops after :func:`matmul`. Differentiable in a, b and c.
+    ``a``, ``b`` and ``c`` may be float32, float16 or bfloat16; the result has
+    the dtype ``alpha * (a @ b) + beta * c`` has in MLX. ``c`` must broadcast to
+    the product's shape (it may be omitted when beta is 0). ``alpha`` and
+    ``beta`` are numbers or scalar arrays, and they are the kernel's inputs,
+    never part of what is compiled or cached: a loop with a new alpha every
+    step builds nothing new. As in BLAS, where beta is 0 ``c`` is not read: NaN
+    or Inf in ``c`` do not reach the result. On Metal the scaling and the
+    addition of ``c`` happen in the kernel's store (the interface of Fast
+    Matrix Multiply on an Apple GPU, kernels/metal/tile_async.metal); elsewhere
+    they are MLX element-wise ops after :func:`matmul`. Differentiable in a, b
+    and c (not in alpha and beta).
     """
-    check_operand(a, "a")
-    check_operand(b, "b")
+    check_operand(a, "a", OPERAND_DTYPES)
+    check_operand(b, "b", OPERAND_DTYPES)
     p = plan(a.shape, b.shape)
+    alpha, beta = _gemm_scalar(alpha, "alpha"), _gemm_scalar(beta, "beta")
+    beta_is_zero = isinstance(beta, float) and beta == 0.0  # known here: c need not exist
     if c is None:
-        if beta != 0:
+        if not beta_is_zero:
             raise ValueError("c is required when beta is not 0")
-        c = mx.zeros(p.out_shape, dtype=mx.float32, stream=stream)
-    if not isinstance(c, mx.array) or c.dtype != mx.float32:
-        raise TypeError(f"c must be an mlx.core.array of dtype float32, got {getattr(c, 'dtype', type(c).__name__)}")
-    try:
-        fits = mx.broadcast_shapes(c.shape, p.out_shape) == p.out_shape
-    except ValueError:
-        fits = False
-    if not fits:
-        raise ValueError(f"c {c.shape} does not broadcast to the shape of a @ b, {p.out_shape}")
+    else:
+        check_operand(c, "c", OPERAND_DTYPES, scalar_ok=True)
+        try:
+            fits = mx.broadcast_shapes(c.shape, p.out_shape) == p.out_shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"c {c.shape} does not broadcast to the shape of a @ b, {p.out_shape}")
     kernel_choice.check_precision(precision)
+    dtype = mx.result_type(*(x for x in (a, b, c) if x is not None), *(x for x in (alpha, beta) if isinstance(x, mx.array)))
     if device.backend(stream) == device.METAL and p.out_shape and not p.empty:
-        return _fused_gemm(float(alpha), float(beta), stream)(a, b, c)
-    return alpha * matmul(a, b, precision=precision, stream=stream) + beta * c
+        c = mx.zeros((), dtype=_F32, stream=stream) if c is None else c
+        scalars = mx.stack([_as_f32_scalar(alpha), _as_f32_scalar(beta)])
+        return _as_dtype(_fused_gemm(stream)(a, b, c, scalars), dtype, stream)
+    product = alpha * matmul(a, b, precision=precision, stream=stream)
+    if beta_is_zero:
+        out = product
+    elif isinstance(beta, mx.array):  # zero or not is known on the device alone
+        out = mx.where(beta == 0, product, product + beta * c, stream=stream)
+    else:
+        out = product + beta * c
+    return _as_dtype(mx.broadcast_to(out, p.out_shape, stream=stream), dtype, stream)
+
+
+def _gemm_scalar(x, name: str) -> float | mx.array:
+    """alpha or beta as a Python float or a 0-d float array; errors name it."""
+    if isinstance(x, mx.array):
+        real = mx.issubdtype(x.dtype, mx.floating) or mx.issubdtype(x.dtype, mx.integer)
+        if x.size != 1 or not real:
+            raise TypeError(f"{name} must be a number or a one-element real array, got shape {x.shape}, {x.dtype}")
+        return x.reshape(())
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise TypeError(f"{name} must be a number or a one-element real array, got {type(x).__name__}")
+    return float(x)
+
+
+def _as_f32_scalar(x: float | mx.array) -> mx.array:
+    return x.astype(_F32) if isinstance(x, mx.array) else mx.array(x, dtype=_F32)
 
 
 @functools.cache
-def _fused_gemm(alpha: float, beta: float, stream):
-    """The Metal kernel that scales and adds c in its store, with gradients."""
+def _fused_gemm(stream):
+    """The Metal kernel that scales and adds c in its store, with gradients; one
+    per stream, since alpha and beta come in as the ``scalars`` input."""
 
-    def forward(a, b, c):
-        a, b, c = (mx.stop_gradient(x) for x in (a, b, c))  # see _differentiable
-        scalars = mx.array([alpha, beta], dtype=mx.float32)
+    def forward(a, b, c, scalars):
+        a, b, c, scalars = (mx.stop_gradient(x) for x in (a, b, c, scalars))  # see _differentiable
+        a, b, c = (_as_dtype(x, _F32, stream) for x in (a, b, c))  # the kernel reads float32
         return launcher.launch(specs.spec("gemm", device.METAL), a, b, stream, c_in=c, scalars=scalars)
 
     fused = mx.custom_function(forward)
 
     @fused.vjp
     def vjp(primals, cotangent, output):
-        a, b, c = primals
+        a, b, c, scalars = primals
         product = _differentiable(kernel_choice.chooser("float32"), device.METAL, stream)
-        da, db = _matmul_vjp(product, a, b, alpha * cotangent, stream)
-        return da, db, _sum_to(beta * cotangent, c.shape, stream)
+        da, db = _matmul_vjp(product, a, b, scalars[0] * cotangent, stream)
+        dc = _as_dtype(_sum_to(scalars[1] * cotangent, c.shape, stream), c.dtype, stream)
+        return da, db, dc, mx.zeros_like(scalars, stream=stream)
 
     return fused
 

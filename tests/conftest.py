@@ -63,21 +63,26 @@ def on_cpu():
     mx.set_default_device(previous)
 
 
-@pytest.fixture
-def fake_cuda(monkeypatch):
-    """A Hopper GPU on CUDA whose launches compute with mx.matmul (so MLX's
-    compile, custom functions and transforms run for real, without a GPU);
-    yields the list of FakeLaunch the Python made (a replayed compiled call
-    makes none)."""
-    monkeypatch.setattr(device, "backend", lambda stream=None: device.CUDA)
+def _fake_gpu(monkeypatch, backend: str):
+    """Fake ``backend``: its launches compute with mx.matmul (so MLX's compile,
+    custom functions and transforms run for real, without a GPU); yields the
+    list of FakeLaunch the Python made (a replayed compiled call makes none).
+    The fused gemm's store (c_in, scalars) is computed as the Metal kernel's
+    epilogue is written: alpha * product, plus beta * c_in only where beta != 0."""
+    monkeypatch.setattr(device, "backend", lambda stream=None: backend)
     monkeypatch.setattr(device, "has_wgmma", lambda: True)
-    monkeypatch.setattr(device, "name", lambda: "Fake H200")
+    monkeypatch.setattr(device, "name", lambda: "Fake H200" if backend == device.CUDA else "Fake Apple M2")
     launches = []
 
     def prepared(spec, a_shape, b_shape, k_splits):
         def run(a, b, stream, extra):
             launches.append(FakeLaunch(spec, a_shape, b_shape, k_splits, (a.dtype, b.dtype)))
-            return mx.matmul(a, b, stream=stream)
+            c = mx.matmul(a, b, stream=stream)
+            if "scalars" in extra:
+                alpha, beta = extra["scalars"][0], extra["scalars"][1]
+                c_in = mx.broadcast_to(extra["c_in"], c.shape)
+                c = mx.where(beta != 0, alpha * c + beta * c_in, alpha * c)
+            return c
         return run
 
     monkeypatch.setattr(launcher, "prepared", prepared)
@@ -85,3 +90,15 @@ def fake_cuda(monkeypatch):
     forget()
     yield launches
     forget()
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """A Hopper GPU on CUDA, faked (see _fake_gpu)."""
+    yield from _fake_gpu(monkeypatch, device.CUDA)
+
+
+@pytest.fixture
+def fake_metal(monkeypatch):
+    """An Apple GPU on Metal, faked (see _fake_gpu)."""
+    yield from _fake_gpu(monkeypatch, device.METAL)

@@ -55,16 +55,17 @@ def dtype_name(dtype: mx.Dtype) -> str:
     return str(dtype).rpartition(".")[2]
 
 
-def check_operand(x, name: str, dtypes: tuple = (mx.float32,)) -> None:
+def check_operand(x, name: str, dtypes: tuple = (mx.float32,), *, scalar_ok: bool = False) -> None:
     """Raise ``TypeError`` unless ``x`` is an ``mx.array`` of one of ``dtypes``
-    (default: float32 alone, what a kernel reads) with a dimension."""
+    (default: float32 alone, what a kernel reads) with a dimension (or without
+    one, where ``scalar_ok``: gemm's ``c`` broadcasts)."""
     if not isinstance(x, mx.array) or x.dtype not in dtypes:
         names = [dtype_name(d) for d in dtypes]
         allowed = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
         if not isinstance(x, mx.array):
             raise TypeError(f"{name} must be an mlx.core.array of dtype {allowed}, got {type(x).__name__}")
         raise TypeError(f"{name} must have dtype {allowed}, got {dtype_name(x.dtype)}")
-    if x.ndim == 0:
+    if x.ndim == 0 and not scalar_ok:
         raise ValueError(f"{name} must have at least one dimension, got a 0-D array")
 
 
