@@ -37,4 +37,15 @@ __all__ = [
     "tile_simdgroup",
     "tile_async",
     "poisoned_outputs",
+    "distributed",
 ]
+
+
+def __getattr__(name: str):
+    # mlx_sgemm.distributed on first use: it imports mx.distributed's machinery,
+    # which a single-GPU model never needs at import time.
+    if name == "distributed":
+        import importlib
+
+        return importlib.import_module(".distributed", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
