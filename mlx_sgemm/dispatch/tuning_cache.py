@@ -1,9 +1,14 @@
 """The autotuner's memory: which kernel won, per (device, precision, shape class).
 
-A JSON file, by default ``~/.cache/mlx_sgemm/autotune.json``; the environment
-variable ``MLX_SGEMM_AUTOTUNE_CACHE`` names another. It is read once per process
-(again when the path changes: see :func:`generation` for when that is noticed)
-and written whole, atomically, after each tuning.
+A JSON file, ``autotune.json`` in the user cache directory ``platformdirs``
+gives (``$XDG_CACHE_HOME/mlx_sgemm`` or ``~/.cache/mlx_sgemm`` on Linux,
+``~/Library/Caches/mlx_sgemm`` on macOS); the environment variable
+``MLX_SGEMM_AUTOTUNE_CACHE`` names another. It is read once per process (again
+when the path changes: see :func:`generation` for when that is noticed). Each
+tuning stores its entry under a file lock (``filelock``, ``autotune.json.lock``):
+it re-reads the file, adds its entry to what is there (another process may have
+stored entries since this one read it) and replaces the file atomically, so
+processes tuning at once lose nothing and a reader never sees half a file.
 A file that cannot be read or parsed is treated as empty, with a warning, and
 replaced at the next tuning: a corrupt cache costs a re-tune, never a wrong
 kernel (an entry only selects among the kernels ``kernel_choice.candidates`` offers
@@ -18,6 +23,9 @@ import os
 import tempfile
 import warnings
 from pathlib import Path
+
+import filelock
+import platformdirs
 
 from .problem import Plan
 
@@ -35,7 +43,7 @@ _generation = 0
 
 def cache_path() -> Path:
     override = os.environ.get(CACHE_ENV)
-    return Path(override) if override else Path.home() / ".cache" / "mlx_sgemm" / "autotune.json"
+    return Path(override) if override else Path(platformdirs.user_cache_dir("mlx_sgemm")) / "autotune.json"
 
 
 def _bucket(n: int) -> int:
@@ -94,19 +102,32 @@ def lookup(device_name: str, precision: str, p: Plan) -> str | None:
 
 
 def store(device_name: str, precision: str, p: Plan, choice: str, seconds: dict[str, float]) -> None:
-    """Remember ``choice`` (and every candidate's time) for this shape's class."""
-    table = dict(entries())
-    table[entry_key(device_name, precision, p)] = {
-        "choice": choice, "shape": [p.M, p.N, p.K, p.batch], "seconds": seconds,
-    }
+    """Remember ``choice`` (and every candidate's time) for this shape's class,
+    merged into what the file holds now (see the module's docstring)."""
+    entry = {"choice": choice, "shape": [p.M, p.N, p.K, p.batch], "seconds": seconds}
+    key = entry_key(device_name, precision, p)
     path = cache_path()
+    table = {**entries(), key: entry}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as f:
-            json.dump({"version": VERSION, "entries": table}, f, indent=1)
-        os.replace(f.name, path)  # atomic: readers see the old file or the new one
-    except OSError as e:
+        with filelock.FileLock(f"{path}.lock", timeout=60):
+            table = {**entries(), **_read(path), key: entry}
+            _write_atomically(path, table)
+    except (OSError, filelock.Timeout) as e:
         warnings.warn(f"could not write the autotune cache {path}: {e}", stacklevel=2)
     global _loaded, _generation
     _loaded = (os.environ.get(CACHE_ENV), table)
     _generation += 1
+
+
+def _write_atomically(path: Path, table: dict) -> None:
+    """Write to a temporary file beside ``path``, then rename it over ``path``:
+    a reader (or a writer killed half-way) leaves the old file or the new one."""
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as f:
+        try:
+            json.dump({"version": VERSION, "entries": table}, f, indent=1)
+        except BaseException:
+            f.close()
+            os.unlink(f.name)
+            raise
+    os.replace(f.name, path)
