@@ -4,8 +4,4 @@ import sys
 
 from .cli import main
 
-try:
-    sys.exit(main())
-except BrokenPipeError:  # output piped into `head` and the like
-    sys.stderr.close()
-    sys.exit(0)
+sys.exit(main())

@@ -1,31 +1,64 @@
-"""Command line: ``python -m mlx_sgemm bench`` (also the ``mlx-sgemm`` script).
+"""Command line: the ``mlx-sgemm`` script (also ``python -m mlx_sgemm``).
 
-With a GPU it measures every kernel next to mx.matmul over a sweep of sizes and
-writes a CSV and three plots under ``--out``. Without one it says so and shows
-the newest run recorded on a real GPU (benchmarks/results/), labelled as such.
+``mlx-sgemm bench``: with a GPU, every kernel next to mx.matmul over a sweep of
+sizes, written as a CSV and three plots under ``--out``. Without one it says so
+and shows the newest run recorded on a real GPU (benchmarks/results/),
+labelled as such, filtered by the same options.
+
+``mlx-sgemm explain 1x4096x4096``: what matmul would run for a product, and
+why (:func:`mlx_sgemm.explain`); it plans, it launches nothing.
+
+Arguments are checked before anything runs: a bad one is a one-line error and
+exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import os
+import sys
 from pathlib import Path
 
 
 def shape(text: str) -> tuple[int, int, int]:
+    """M,N,K or MxNxK, each >= 1."""
     try:
-        m, n, k = (int(v) for v in text.split(","))
+        m, n, k = (int(v) for v in text.replace("x", ",").split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"a shape is M,N,K (three integers), got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"a shape is M,N,K or MxNxK (three integers), got {text!r}") from None
     if min(m, n, k) < 1:
         raise argparse.ArgumentTypeError(f"M, N and K must be >= 1, got {text!r}")
     return m, n, k
 
 
+def at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def positive(text: str) -> float:
-    value = float(text)
-    if value <= 0:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
+
+
+def version_text() -> str:
+    import mlx.core as mx
+
+    from . import __version__
+
+    return f"mlx-sgemm {__version__} (MLX {mx.__version__})"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,18 +66,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="mlx-sgemm", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=version_text())
     commands = parser.add_subparsers(dest="command", required=True)
     b = commands.add_parser("bench", help="time every kernel next to mx.matmul")
-    b.add_argument("--sizes", nargs="+", type=int, default=None, metavar="N",
+    b.add_argument("--sizes", nargs="+", type=at_least_one, default=None, metavar="N",
                    help="square sizes M = N = K (default 256 512 ... 8192)")
-    b.add_argument("--size", type=int, default=None, help="one square size (same as --sizes N)")
+    b.add_argument("--size", type=at_least_one, default=None, help="one square size (same as --sizes N)")
     b.add_argument("--shapes", nargs="+", type=shape, default=[], metavar="M,N,K",
                    help="further problem shapes, e.g. 1,4096,4096")
     b.add_argument("--kernels", nargs="+", default=list(KERNELS), choices=KERNELS, metavar="KERNEL",
                    help=f"kernels to time (default all: {' '.join(KERNELS)})")
     b.add_argument("--precisions", nargs="+", default=list(PRECISIONS), choices=PRECISIONS,
                    help="precisions for the adaptive matmul (tf32 on CUDA only)")
-    b.add_argument("--repeats", type=int, default=20, help="timed runs per measurement (median)")
+    b.add_argument("--repeats", type=at_least_one, default=20, help="timed runs per measurement (median)")
     b.add_argument("--peak-gflops", type=positive, default=None, help="override the device's FP32 peak")
     b.add_argument("--bandwidth", type=positive, default=None, help="override its memory bandwidth, GB/s")
     b.add_argument("--out", type=Path, default=Path("outputs"), help="where the CSV and plots go")
@@ -52,33 +86,112 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show the newest recorded run even if a GPU is present")
     b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
+    b.add_argument("--json", action="store_true", help="print the rows as JSON, nothing else")
+    e = commands.add_parser("explain", help="what matmul would run for a product, and why")
+    e.add_argument("shapes", nargs="+", type=shape, metavar="MxNxK", help="e.g. 1x4096x4096")
+    e.add_argument("--precision", default="float32", choices=PRECISIONS)
+    e.add_argument("--deterministic", action="store_true", help="plan matmul(..., deterministic=True)")
+    e.add_argument("--backend", choices=("cuda", "metal"), default=None,
+                   help="plan for this backend (default: this machine's)")
+    e.add_argument("--transposed-b", action="store_true", help="B is a transposed view (x @ W.T)")
+    e.add_argument("--json", action="store_true", help="print the plans as JSON")
     return parser
 
 
-def bench(args) -> int:
-    from .bench import plots, sweep, tables
+def _writable_directory(parser: argparse.ArgumentParser, out: Path) -> None:
+    """Fail now, not after the sweep: --out must be (or become) a writable folder."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        parser.error(f"argument --out: cannot create {out}: {e.strerror or e}")
+    if not out.is_dir() or not os.access(out, os.W_OK):
+        parser.error(f"argument --out: {out} is not a writable folder")
 
+
+def _wants(rows: list[dict], args) -> list[dict]:
+    """The recorded rows the options ask for (all, where they ask for nothing)."""
+    squares = set(args.sizes or ([args.size] if args.size else []))
+    shapes = {tuple(s) for s in args.shapes} | {(s, s, s) for s in squares}
+    kernels = set(args.kernels)
+
+    def wanted(row) -> bool:
+        base = row["kernel"] == "mx.matmul"
+        return ((not shapes or (row["M"], row["N"], row["K"]) in shapes)
+                and (base or row["kernel"] in kernels)
+                and (row["precision"] in args.precisions))
+
+    return [row for row in rows if wanted(row)]
+
+
+def bench(parser: argparse.ArgumentParser, args) -> int:
+    from .bench import sweep, tables
+
+    _writable_directory(parser, args.out)
     try:
         run = sweep.collect(
             sizes=args.sizes or ([args.size] if args.size else sweep.DEFAULT_SIZES),
             shapes=args.shapes, kernels=args.kernels, precisions=args.precisions,
             repeats=args.repeats, peak_gflops=args.peak_gflops, bandwidth=args.bandwidth,
-            out=args.out, force_recorded=args.recorded, progress=not args.quiet,
+            out=args.out, force_recorded=args.recorded,
+            progress=not (args.quiet or args.json) and sys.stderr.isatty(),
         )
     except FileNotFoundError as e:
-        print(e)
+        print(f"mlx-sgemm: {e}", file=sys.stderr)
         return 1
-    print(run.note)
-    print(tables.tables(run.rows))
+    if run.recorded:
+        rows = _wants(run.rows, args)
+        if not rows:
+            have = sorted({f"{r['M']}x{r['N']}x{r['K']}" for r in run.rows})
+            print(f"mlx-sgemm: the recorded run {run.csv.name} has no rows for these options; "
+                  f"it has {', '.join(have)}", file=sys.stderr)
+            return 1
+        run = dataclasses.replace(run, rows=rows)
+    if args.json:
+        print(json.dumps({"note": run.note, "recorded": run.recorded,
+                          "csv": str(run.csv) if run.csv else None, "rows": run.rows}, indent=1))
+    else:
+        print(run.note)
+        print(tables.tables(run.rows))
     if not args.no_plots:
-        for path in plots.write_all(run.rows, args.out, run.recorded, run.peak_gflops, run.bandwidth_gbs):
+        _plots(run, args.out, quiet=args.json)
+    return 0
+
+
+def _plots(run, out: Path, quiet: bool) -> None:
+    try:
+        from .bench import plots
+    except ImportError:  # matplotlib is the bench extra's
+        print('Plots skipped: matplotlib is not installed (pip install "mlx-sgemm[bench]").', file=sys.stderr)
+        return
+    for path in plots.write_all(run.rows, out, run.recorded, run.peak_gflops, run.bandwidth_gbs):
+        if not quiet:
             print(f"Plot: {path}")
+
+
+def explain(args) -> int:
+    from .explain import explain as plan
+
+    plans = [plan((m, k), (k, n), precision=args.precision,
+                  deterministic=args.deterministic, backend=args.backend, b_transposed=args.transposed_b)
+             for m, n, k in args.shapes]
+    if args.json:
+        print(json.dumps([dataclasses.asdict(p) for p in plans], indent=1, default=str))
+    else:
+        print("\n\n".join(str(p) for p in plans))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.command == "bench":
-        return bench(args)
-    return 2
-
+    """The command line; a closed pipe (``mlx-sgemm bench | head``) ends it quietly."""
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        status = bench(parser, args) if args.command == "bench" else explain(args)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # Python would report the failed flush of stdout at exit: point stdout
+        # at nothing first (the recipe of the Python docs, "Note on SIGPIPE").
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1

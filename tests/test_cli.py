@@ -1,5 +1,11 @@
 """The benchmark command: arguments, CSV schema, tables and plots (no GPU needed)."""
 
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from mlx_sgemm import cli
@@ -80,3 +86,99 @@ def test_no_gpu_shows_the_committed_recording(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("No GPU:") and "recorded on a real GPU" in out
     assert all((tmp_path / name).exists() for name in plots.FILES)
+
+
+# ---- validation: one line, exit status 2, the argument named ------------------------------
+
+@pytest.mark.parametrize("bad,named", [
+    (["--sizes", "-5"], "--sizes"), (["--sizes", "0"], "--sizes"), (["--size", "x"], "--size"),
+    (["--repeats", "0"], "--repeats"), (["--shapes", "1,2"], "--shapes"), (["--shapes", "0,2,3"], "--shapes"),
+    (["--kernels", "cublas"], "--kernels"), (["--precisions", "fp16"], "--precisions"),
+    (["--peak-gflops", "-1"], "--peak-gflops"), (["--bandwidth", "nan"], "--bandwidth"),
+])
+def test_bad_arguments_are_one_line_and_exit_2(bad, named, capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["bench", *bad])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("mlx-sgemm bench: error: argument ") and named in err[-1]
+    assert "Traceback" not in "\n".join(err)
+
+
+def test_an_unwritable_out_fails_before_any_work(tmp_path, capsys, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setattr("mlx_sgemm.bench.sweep.collect", lambda **kw: pytest.fail("ran before checking --out"))
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["bench", "--out", str(blocker / "sub")])
+    assert stop.value.code == 2
+    assert "argument --out" in capsys.readouterr().err
+
+
+# ---- the recorded view: filtered, as JSON ---------------------------------------------------
+
+@pytest.fixture
+def recorded(tmp_path, monkeypatch):
+    path = results.write_csv(fixture_rows(), tmp_path / "rec" / "bench-2026-11-21.csv")
+    monkeypatch.setattr(results, "newest_recorded", lambda: path)
+    return ["bench", "--recorded", "--no-plots", "--out", str(tmp_path / "out")]
+
+
+def test_the_recorded_view_honours_sizes_kernels_precisions(recorded, capsys):
+    assert cli.main([*recorded, "--sizes", "1024", "--kernels", "naive"]) == 0
+    out = capsys.readouterr().out
+    assert "1024x1024x1024" in out and "256x256x256" not in out
+    assert "| `naive` |" in out and "`tile_simdgroup`" not in out and "| `mx.matmul` |" in out
+    assert cli.main([*recorded, "--precisions", "tf32", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows and {r["precision"] for r in rows} == {"tf32"}
+
+
+def test_a_filter_the_recording_cannot_serve_says_what_it_has(recorded, capsys):
+    assert cli.main([*recorded, "--sizes", "300"]) == 1
+    err = capsys.readouterr().err
+    assert "no rows for these options" in err and "256x256x256" in err
+
+
+def test_json_output_is_the_rows_and_only_them(recorded, capsys):
+    assert cli.main([*recorded, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["recorded"] is True and doc["csv"].endswith("bench-2026-11-21.csv")
+    assert len(doc["rows"]) == len(fixture_rows()) and doc["rows"][0]["device"] == "Test GPU"
+
+
+def test_version(capsys):
+    import mlx.core as mx
+
+    import mlx_sgemm
+
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.strip() == f"mlx-sgemm {mlx_sgemm.__version__} (MLX {mx.__version__})"
+
+
+def test_explain_verb(capsys):
+    assert cli.main(["explain", "1x4096x4096", "4096,4096,4096", "--backend", "cuda", "--transposed-b"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("kernel ") == 2 and "small_m" in out and "(x @ W.T)" in out
+    assert cli.main(["explain", "8x14336x4096", "--backend", "metal", "--json"]) == 0
+    (plan,) = json.loads(capsys.readouterr().out)
+    assert plan["backend"] == "metal" and plan["kernel"]
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["explain", "1x2"])
+    assert stop.value.code == 2
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    """`mlx-sgemm bench | head`: no traceback, no 'Exception ignored'. The
+    command runs as the console script does (``sys.exit(cli.main())``);
+    ``head -n 0`` closes the pipe before the first write (``head -n 3`` would
+    let the whole table into the pipe's buffer, and nothing would break)."""
+    reader = "head -n 0"
+    script = "import sys; from mlx_sgemm.cli import main; sys.exit(main())"
+    command = (f"{shlex.quote(sys.executable)} -c {shlex.quote(script)} bench --recorded --no-plots "
+               f"--out {shlex.quote(str(tmp_path))} | {reader}")
+    run = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=120)
+    assert len(run.stdout.splitlines()) == int(reader.split()[-1])
+    assert "Traceback" not in run.stderr and "Exception ignored" not in run.stderr, run.stderr
