@@ -4,7 +4,6 @@ import json
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
