@@ -25,6 +25,7 @@ def fixture_rows():
                 device="Test GPU", mlx_version="0.32.4", date="2026-11-21", backend="cuda",
                 kernel=kernel, precision=precision, M=n, N=n, K=n, seconds=2 * n**3 / (gflops * scale * 1e9),
                 gflops=gflops * scale, pct_peak=None, x_matmul=1.0, error=1e-7 if n < 1024 else None,
+                peak_kind="FP32", spread=0.02, mlx_sgemm_version="0.1.0", commit="0123abc",
             ))
     return rows
 
@@ -51,6 +52,30 @@ def test_csv_round_trip_and_schema(tmp_path):
     (tmp_path / "bad.csv").write_text("kernel,seconds\nnaive,1\n")
     with pytest.raises(ValueError, match="columns"):
         results.read_csv(tmp_path / "bad.csv")
+
+
+def test_a_run_recorded_before_the_new_columns_is_read_with_units_peaks(tmp_path):
+    """Old files: % of the FP32 peak for every row; read back, each row's % is of its units' peak."""
+    rows = fixture_rows()
+    old = tmp_path / "bench-old.csv"
+    columns = measure.Measurement.columns()[:14]
+    old.write_text(",".join(columns) + "\n" + "".join(
+        ",".join("" if r[c] is None else str(r[c]) for c in columns).replace("Test GPU", "NVIDIA H100 80GB HBM3") + "\n"
+        for r in rows))
+    back = {(r["kernel"], r["precision"], r["M"]): r for r in results.read_csv(old)}
+    tf32 = back[("matmul", "tf32", 256)]
+    assert tf32["peak_kind"] == "TF32" and tf32["pct_peak"] == pytest.approx(100 * 9000 / 494_700)
+    three = back[("tile_simdgroup", "float32", 256)]
+    assert three["peak_kind"] == "3xTF32" and three["pct_peak"] == pytest.approx(100 * 2000 / (494_700 / 3))
+    assert back[("naive", "float32", 256)]["pct_peak"] == pytest.approx(100 * 500 / 67_000)
+    assert tf32["spread"] is None
+
+
+def test_recorded_tables_show_spread_and_the_units(capsys):
+    assert cli.main(["bench", "--recorded", "--no-plots", "--sizes", "4096", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    pcts = {(r["kernel"], r["precision"]): r["pct_peak"] for r in rows}
+    assert max(pcts.values()) < 100, "a row measured against a peak its units do not have"
 
 
 def test_newest_recorded_picks_latest_date(tmp_path):

@@ -62,3 +62,14 @@ def test_the_installed_mlx_is_one_the_pin_allows():
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     (mlx,) = [Requirement(d) for d in deps if Requirement(d).name == "mlx"]
     assert mx.__version__ in mlx.specifier, f"MLX {mx.__version__} is outside the pin {mlx.specifier}"
+
+
+def test_a_model_imports_neither_matplotlib_nor_tqdm():
+    """Both are the bench extra's: the ops, layers and explain must not need them."""
+    code = ("import sys, mlx.core as mx, mlx_sgemm, mlx_sgemm.nn; "
+            "mlx_sgemm.matmul(mx.ones((2, 3)), mx.ones((3, 2))); mlx_sgemm.nn.Linear(3, 2)(mx.ones((1, 3))); "
+            "mlx_sgemm.explain((1, 8), (8, 8)); mlx_sgemm.distributed; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'tqdm')))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"

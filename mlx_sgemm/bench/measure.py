@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import subprocess
+import statistics
 import sys
 from dataclasses import asdict, dataclass, fields
 
@@ -58,6 +59,11 @@ class Measurement:
     pct_peak: float | None
     x_matmul: float | None  # our speed over mx.matmul's at the same precision
     error: float | None  # ||C - ref||_F / || |A||B| ||_F, ref in float64
+    # Columns recorded runs before these lack (results.read_csv fills them in):
+    peak_kind: str | None = None  # whose peak pct_peak is of: FP32, TF32 or 3xTF32 (bench.peaks.units)
+    spread: float | None = None  # (slowest - fastest round) / median round (bench.timing.spread)
+    mlx_sgemm_version: str | None = None
+    commit: str | None = None  # the checkout's commit, "-dirty" with changes; "" outside git
 
     @classmethod
     def columns(cls) -> list[str]:
@@ -83,8 +89,24 @@ def device_peak(peak_gflops=None, bandwidth=None) -> peaks.DevicePeak:
     found = peaks.lookup(device.name(), apple_gpu_cores())
     return peaks.DevicePeak(
         peak_gflops or found.fp32_gflops, bandwidth or found.bandwidth_gbs,
-        "command line" if peak_gflops or bandwidth else found.source,
+        "command line" if peak_gflops or bandwidth else found.source, found.tf32_gflops,
     )
+
+
+def source_commit() -> str:
+    """The package checkout's commit (``-dirty`` when it has changes), or "" when
+    it is not a git checkout (an installed wheel) or git is absent."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode != 0:
+            return ""
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=here, capture_output=True,
+                               text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return head.stdout.strip() + ("-dirty" if dirty else "")
 
 
 def sampled_error(c: mx.array, a: mx.array, b: mx.array, seed: int = 0) -> float:
@@ -106,13 +128,14 @@ ROUNDS = 3
 
 
 def side_by_side(kernels: list[str], precision: str, a: mx.array, b: mx.array, repeats: int,
-                 error: bool) -> dict[str, tuple[float, float | None]]:
-    """(seconds, error) of mx.matmul and of each of ``kernels`` at ``precision``
-    on ``a @ b``, timed in alternating rounds in this process."""
+                 error: bool) -> dict[str, tuple[float, float | None, float]]:
+    """(seconds, error, spread) of mx.matmul and of each of ``kernels`` at
+    ``precision`` on ``a @ b``, timed in alternating rounds in this process."""
     fns = {BASELINE: mx.matmul, **{k: kernel_function(k, precision) for k in kernels}}
-    medians = timing.alternating_medians(
+    rounds = timing.alternating_rounds(
         {name: (lambda fn=fn: fn(a, b)) for name, fn in fns.items()}, rounds=ROUNDS, repeats=repeats)
-    return {name: (medians[name], sampled_error(fn(a, b), a, b) if error else None)
+    return {name: (statistics.median(rounds[name]), sampled_error(fn(a, b), a, b) if error else None,
+                   timing.spread(rounds[name]))
             for name, fn in fns.items()}
 
 
@@ -159,12 +182,13 @@ def measure(
 ) -> list[Measurement]:
     """Time ``kernels`` (and mx.matmul) on every (M, N, K) in ``shapes``: each
     precision's kernels side by side with mx.matmul at that precision."""
-    from tqdm import tqdm
-
     backend = device.backend()
     peak = peak or device_peak()
     name, version = device.name(), mx.__version__
     date = datetime.date.today().isoformat()
+    from .. import __version__ as ours  # the package's __init__ imports this module
+
+    commit = source_commit()
     # Which precisions really differ: TF32 exists on CUDA only, and only the
     # adaptive matmul takes a precision.
     precisions = [p for p in precisions if p == "float32" or backend == device.CUDA]
@@ -175,22 +199,36 @@ def measure(
 
     results = []
 
-    def record(m, n, k, kernel, precision, seconds, err, baseline):
+    def record(m, n, k, kernel, precision, seconds, err, spread, baseline):
         rate = timing.gflops(m, n, k, seconds)
+        row = dict(backend=backend, kernel=kernel, precision=precision)
+        units_peak = peaks.units_peak(row, peak)
         results.append(Measurement(
             name, version, date, backend, kernel, precision, m, n, k, seconds, rate,
-            100 * rate / peak.fp32_gflops if peak.fp32_gflops else None, baseline / seconds, err,
+            100 * rate / units_peak if units_peak else None, baseline / seconds, err,
+            peaks.units(row), spread, ours, commit,
         ))
 
-    for shape in tqdm(shapes, desc="bench", disable=not progress, unit="shape"):
+    for shape in _progress(shapes, progress):
         timed_by_precision = {"float32": side_by_side_on(shape, float32_kernels, "float32", repeats)}
         if tuple(shape) in tf32:
             timed_by_precision["tf32"] = tf32[tuple(shape)]
         for precision, timed in timed_by_precision.items():
             base = timed[BASELINE][0]
-            for kernel, (seconds, err) in timed.items():
-                record(*shape, kernel, precision, seconds, err, base)
+            for kernel, (seconds, err, spread) in timed.items():
+                record(*shape, kernel, precision, seconds, err, spread, base)
     return results
+
+
+def _progress(shapes, shown: bool):
+    """The shapes, with a progress bar where ``shown`` and tqdm (the bench extra) is installed."""
+    if shown:
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return shapes
+        return tqdm(shapes, desc="bench", unit="shape")
+    return shapes
 
 
 def as_dicts(results: list[Measurement]) -> list[dict]:

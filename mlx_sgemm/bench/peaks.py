@@ -1,11 +1,16 @@
-"""Peak float32 rate and memory bandwidth of known GPUs.
+"""Peak rates and memory bandwidth of known GPUs, and which peak a kernel's row
+is measured against.
 
-Used for the "% of peak" column and the roofline. Rates are non-tensor FP32
-GFLOP/s and bandwidths GB/s, from the vendors' datasheets; for Apple GPUs the
-rate is GPU cores x 128 FP32 lanes x 2 FLOP x clock, as seeds 001 and 004 count
-it (an 8-core M2 at 1.398 GHz: 2.86 TFLOP/s). An unknown device has no entry:
-the report says "peak unknown" rather than guess; ``--peak-gflops`` and
-``--bandwidth`` override.
+Used for the "% of peak" column and the roofline. Rates are GFLOP/s and
+bandwidths GB/s, from the vendors' datasheets: the FP32 (FFMA) rate, and on
+NVIDIA GPUs the dense TF32 tensor-core rate. A row's percentage is of the peak
+of the units its kernel runs on (:func:`units`): FP32 FFMA, TF32, or TF32 / 3
+for 3xTF32, which spends three TF32 products per float32 product. For Apple
+GPUs the rate is GPU cores x 128 FP32 lanes x 2 FLOP x clock, as the M2 SGEMM
+journey and the M1 Pro matmul tutorial count it (an 8-core M2 at 1.398 GHz:
+2.86 TFLOP/s); their simdgroup matrices run at that rate. An unknown device has
+no entry: the report says "peak unknown" rather than guess; ``--peak-gflops``
+and ``--bandwidth`` override.
 """
 
 from __future__ import annotations
@@ -19,21 +24,28 @@ class DevicePeak:
     fp32_gflops: float | None
     bandwidth_gbs: float | None
     source: str
+    tf32_gflops: float | None = None  # dense TF32 tensor cores (NVIDIA)
 
 
-# (pattern on the device name, FP32 GFLOP/s, GB/s). First match wins, so the more
-# specific names come first.
+# (pattern on the device name, FP32 GFLOP/s, GB/s, dense TF32 GFLOP/s). First
+# match wins, so the more specific names come first.
 NVIDIA = (
-    (r"H200", 67_000, 4_800),
-    (r"H100.*PCIe", 51_200, 2_000),
-    (r"H100", 67_000, 3_350),
-    (r"A100.*80GB", 19_500, 2_039),
-    (r"A100", 19_500, 1_555),
-    (r"RTX 4090", 82_600, 1_008),
-    (r"RTX 3090", 35_600, 936),
-    (r"RTX A6000", 38_700, 768),
-    (r"L40S", 91_600, 864),
+    (r"H200", 67_000, 4_800, 494_700),
+    (r"H100.*PCIe", 51_200, 2_000, 378_000),
+    (r"H100", 67_000, 3_350, 494_700),
+    (r"A100.*80GB", 19_500, 2_039, 156_000),
+    (r"A100", 19_500, 1_555, 156_000),
+    (r"RTX 4090", 82_600, 1_008, 82_600),
+    (r"RTX 3090", 35_600, 936, 35_600),
+    (r"RTX A6000", 38_700, 768, 77_400),
+    (r"L40S", 91_600, 864, 183_000),
 )
+
+# The units each kernel's products run on, on CUDA (on Metal every kernel runs
+# at the FP32 rate). matmul's float32 kernel at the benchmark's square sizes is
+# 3xTF32 on tensor cores; its few-row kernels are FP32 FMAs, but bound by memory.
+FP32, TF32, THREE_TF32 = "FP32", "TF32", "3xTF32"
+_CUDA_FLOAT32_UNITS = {"tile_simdgroup": THREE_TF32, "tile_async": THREE_TF32, "matmul": THREE_TF32}
 
 # Apple families: (chip, GPU clock GHz, {GPU cores: bandwidth GB/s}).
 APPLE = (
@@ -66,12 +78,31 @@ def apple_peak(chip: str, gpu_cores: int) -> DevicePeak:
 
 def lookup(device_name: str, gpu_cores: int | None = None) -> DevicePeak:
     """The peaks of a device by the name MLX reports (and, on Apple, core count)."""
-    for pattern, gflops, gbs in NVIDIA:
+    for pattern, gflops, gbs, tf32 in NVIDIA:
         if re.search(pattern, device_name):
-            return DevicePeak(float(gflops), float(gbs), f"{pattern} datasheet")
+            return DevicePeak(float(gflops), float(gbs), f"{pattern} datasheet", float(tf32))
     for chip, _, _ in APPLE:
         if re.search(rf"\b{re.escape(chip)}\b", device_name):
             if gpu_cores:
                 return apple_peak(chip, gpu_cores)
             break
     return DevicePeak(None, None, "peak unknown")
+
+
+def units(row: dict) -> str:
+    """FP32, TF32 or 3xTF32: what the row's kernel multiplies on."""
+    if row["backend"] != "cuda":
+        return FP32
+    if row["precision"] == "tf32":
+        return TF32
+    return _CUDA_FLOAT32_UNITS.get(row["kernel"], FP32)
+
+
+def units_peak(row: dict, peak: DevicePeak) -> float | None:
+    """The peak GFLOP/s of the units the row's kernel runs on, if known."""
+    kind = units(row)
+    if kind == FP32:
+        return peak.fp32_gflops
+    if peak.tf32_gflops is None:
+        return None
+    return peak.tf32_gflops / 3 if kind == THREE_TF32 else peak.tf32_gflops

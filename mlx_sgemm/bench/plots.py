@@ -2,10 +2,12 @@
 
 * ``gflops_vs_size.png``: GFLOP/s against square problem size, a line per
   kernel, with ``mx.matmul`` dashed;
-* ``pct_peak.png``: % of the device's FP32 peak per kernel at the largest size;
+* ``pct_peak.png``: % of the peak of each kernel's units (FP32, TF32, or a
+  third of TF32 for 3xTF32: :mod:`mlx_sgemm.bench.peaks`) at the largest size;
 * ``roofline.png``: GFLOP/s against arithmetic intensity (FLOP per byte of the
   minimum traffic: A and B read once, C written once) under the device's
-  compute and bandwidth ceilings.
+  bandwidth and one compute ceiling per kind of unit; the legend sits beside
+  the axes, where it covers no point.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 import matplotlib
 import matplotlib.pyplot as plt  # noqa: E402
 
+from . import peaks  # noqa: E402
 from .tables import label  # noqa: E402
 
 matplotlib.use("Agg")
@@ -77,16 +80,17 @@ def pct_peak(rows, path: Path, recorded: bool, peak_gflops: float | None):
     at_largest = [r for r in square if size(r) == largest]
     fig, ax = plt.subplots(figsize=(8, 5))
     names = [label(r) for r in at_largest]
-    if peak_gflops:
-        values = [100 * r["gflops"] / peak_gflops for r in at_largest]
-        ax.set_ylabel(f"% of FP32 peak ({peak_gflops / 1000:.1f} TFLOP/s)")
-        ax.axhline(100, color="red", linewidth=1, linestyle=":", label="FP32 peak (tensor cores can exceed it)")
+    if all(r["pct_peak"] is not None for r in at_largest):
+        values = [r["pct_peak"] for r in at_largest]
+        ax.set_ylabel("% of its units' peak (FP32, TF32, or TF32 / 3 for 3xTF32)")
+        ax.axhline(100, color="red", linewidth=1, linestyle=":", label="the units' peak")
         ax.legend(fontsize=8)
     else:
         values = [r["gflops"] for r in at_largest]
         ax.set_ylabel("GFLOP/s (peak unknown for this device)")
     bars = ax.bar(names, values, color=["gray" if n.startswith("mx.") else "tab:blue" for n in names])
-    ax.bar_label(bars, fmt="%.0f", fontsize=8)
+    ax.bar_label(bars, labels=[f"{v:.0f}" + (f"\n{r['peak_kind']}" if r.get("peak_kind") else "")
+                               for v, r in zip(values, at_largest)], fontsize=7)
     ax.tick_params(axis="x", rotation=30, labelsize=8)
     ax.set_xlabel(f"kernel, at {int(round(largest))}^3")
     _title(ax, rows, "Share of peak at the largest size", recorded)
@@ -96,21 +100,21 @@ def pct_peak(rows, path: Path, recorded: bool, peak_gflops: float | None):
 
 
 def roofline(rows, path: Path, recorded: bool, peak_gflops: float | None, bandwidth_gbs: float | None):
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(10, 5))
     xs = [intensity(r) for r in rows]
     lo, hi = min(xs) / 2, max(xs) * 2
-    if peak_gflops and bandwidth_gbs:
-        knee = peak_gflops / bandwidth_gbs  # where the two ceilings meet
-        lo = min(lo, knee / 4)
-        ax.plot([lo, knee], [bandwidth_gbs * lo, peak_gflops], color="orange",
+    tf32 = peaks.lookup(rows[0]["device"]).tf32_gflops if rows[0]["backend"] == "cuda" else None
+    ceilings = [(name, rate) for name, rate in
+                ((peaks.FP32, peak_gflops), (peaks.THREE_TF32, tf32 and tf32 / 3), (peaks.TF32, tf32)) if rate]
+    if bandwidth_gbs:
+        top = max((rate for _, rate in ceilings), default=bandwidth_gbs * hi)
+        lo = min(lo, top / bandwidth_gbs / 8)
+        ax.plot([lo, top / bandwidth_gbs], [bandwidth_gbs * lo, top], color="orange",
                 label=f"memory ceiling ({bandwidth_gbs / 1000:.1f} TB/s)")
-        ax.plot([knee, hi], [peak_gflops, peak_gflops], color="red",
-                label="FP32 compute ceiling (tensor cores exceed it)")
-    elif peak_gflops:
-        ax.plot([lo, hi], [peak_gflops, peak_gflops], color="red", label="FP32 compute ceiling")
-    elif bandwidth_gbs:
-        ax.plot([lo, hi], [bandwidth_gbs * lo, bandwidth_gbs * hi], color="orange",
-                label=f"memory ceiling ({bandwidth_gbs / 1000:.1f} TB/s)")
+    for (name, rate), color in zip(ceilings, ("red", "purple", "brown")):
+        start = rate / bandwidth_gbs if bandwidth_gbs else lo
+        ax.plot([start, hi], [rate, rate], color=color, linewidth=1)
+        ax.text(hi, rate, f" {name} {rate / 1000:.0f} TFLOP/s", color=color, fontsize=7, va="center")
     for name, series in _series(rows).items():
         style = _style(name)
         style.pop("linestyle", None)
@@ -122,10 +126,9 @@ def roofline(rows, path: Path, recorded: bool, peak_gflops: float | None, bandwi
     ax.set_xlabel("arithmetic intensity (FLOP / byte, A and B read once, C written once)")
     ax.set_ylabel("GFLOP/s")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.18, 1.0), borderaxespad=0)
     _title(ax, rows, "Roofline", recorded)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from . import peaks
 from .measure import Measurement
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent  # mlx_sgemm/
@@ -18,7 +19,9 @@ _PACKAGE_DIR = Path(__file__).resolve().parent.parent  # mlx_sgemm/
 _RECORDED_CANDIDATES = (_PACKAGE_DIR / "recorded", _PACKAGE_DIR.parent / "benchmarks" / "results")
 
 _NUMERIC = {"M": int, "N": int, "K": int, "seconds": float, "gflops": float,
-            "pct_peak": float, "x_matmul": float, "error": float}
+            "pct_peak": float, "x_matmul": float, "error": float, "spread": float}
+# The columns of runs recorded before peak_kind, spread and the version columns.
+_FIRST_COLUMNS = Measurement.columns()[:14]
 
 
 def write_csv(rows: list[dict], path: Path) -> Path:
@@ -32,17 +35,34 @@ def write_csv(rows: list[dict], path: Path) -> Path:
 
 
 def read_csv(path: Path) -> list[dict]:
-    """Rows of a results CSV; missing values become None. Checks the schema."""
+    """Rows of a results CSV; missing values become None. Checks the schema.
+
+    A run recorded before the peak_kind, spread and version columns existed is
+    read too: its % of peak, which was of the FP32 rate for every row, is
+    recomputed against the peak of each row's units (bench.peaks.units) where
+    the device is known, and the other new columns are None."""
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
-        if reader.fieldnames != Measurement.columns():
+        older = reader.fieldnames == _FIRST_COLUMNS
+        if reader.fieldnames != Measurement.columns() and not older:
             raise ValueError(f"{path}: columns {reader.fieldnames} != {Measurement.columns()}")
         rows = []
         for row in reader:
+            row = {**dict.fromkeys(Measurement.columns()), **row}
             for key, cast in _NUMERIC.items():
-                row[key] = cast(row[key]) if row[key] != "" else None
+                row[key] = cast(row[key]) if row[key] not in ("", None) else None
+            if older:
+                _with_units_peak(row)
             rows.append(row)
     return rows
+
+
+def _with_units_peak(row: dict) -> None:
+    peak = peaks.lookup(row["device"])
+    row["peak_kind"] = peaks.units(row)
+    units_peak = peaks.units_peak(row, peak)
+    if units_peak:
+        row["pct_peak"] = 100 * row["gflops"] / units_peak
 
 
 def recorded_directories() -> list[Path]:

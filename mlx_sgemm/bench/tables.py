@@ -18,17 +18,27 @@ def by_shape(rows: list[dict]) -> dict[tuple[int, int, int], list[dict]]:
 
 
 def table(rows: list[dict]) -> str:
-    """One markdown table: kernel | GFLOP/s | % of peak | x mx.matmul | error."""
+    """One markdown table: kernel | GFLOP/s | spread | % of its units' peak | x mx.matmul | error."""
     lines = [
-        "| kernel | GFLOP/s | % of FP32 peak | x mx.matmul (same precision) | rel. error vs float64 |",
-        "|---|---:|---:|---:|---:|",
+        "| kernel | GFLOP/s | spread | % of its units' peak | x mx.matmul (same precision) | rel. error vs float64 |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        pct = f"{r['pct_peak']:.1f}%" if r["pct_peak"] is not None else "peak unknown"
+        pct = "peak unknown"
+        if r["pct_peak"] is not None:
+            pct = f"{r['pct_peak']:.1f}%" + (f" ({r['peak_kind']})" if r.get("peak_kind") else "")
+        spread = f"±{50 * r['spread']:.1f}%" if r.get("spread") is not None else "-"
         ratio = f"{r['x_matmul']:.2f}" if r["x_matmul"] is not None else "-"
         err = f"{r['error']:.1e}" if r["error"] is not None else "-"
-        lines.append(f"| `{label(r)}` | {r['gflops']:,.0f} | {pct} | {ratio} | {err} |")
+        lines.append(f"| `{label(r)}` | {r['gflops']:,.0f} | {spread} | {pct} | {ratio} | {err} |")
     return "\n".join(lines)
+
+
+FOOTNOTE = (
+    "% of its units' peak: of the FP32 (FFMA) rate, the TF32 tensor-core rate, or a third of it for "
+    "3xTF32 (three TF32 products per float32 product). Spread: half the range of the 3 rounds' "
+    "medians, as a share of the median; a ratio within the spreads is noise."
+)
 
 
 def tables(rows: list[dict]) -> str:
@@ -38,4 +48,5 @@ def tables(rows: list[dict]) -> str:
         group = sorted(group, key=lambda r: (not r["kernel"].startswith("mx."), r["precision"]))
         out.append(f"\n{m}x{n}x{k} ({group[0]['device']}, MLX {group[0]['mlx_version']}, {group[0]['date']})")
         out.append(table(group))
+    out.append("\n" + FOOTNOTE)
     return "\n".join(out)

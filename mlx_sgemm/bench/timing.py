@@ -39,18 +39,29 @@ def median_seconds(
     return statistics.median(samples)
 
 
-def alternating_medians(
+def alternating_rounds(
     fns: dict[str, Callable[[], mx.array]], *, rounds: int = 3, repeats: int = 10,
-) -> dict[str, float]:
+) -> dict[str, list[float]]:
     """:func:`median_seconds` of each function, taken in ``rounds`` that visit
-    them in turn; each function's median round. A drift of the GPU's or the
+    them in turn: each function's round medians. A drift of the GPU's or the
     host's speed during one measurement then lands on all of them (measured on
     an H200: the same small call 62 us in one run, 79 in the next)."""
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
             samples[name].append(median_seconds(fn, repeats=repeats))
-    return {name: statistics.median(times) for name, times in samples.items()}
+    return samples
+
+
+def alternating_medians(fns: dict[str, Callable[[], mx.array]], **kwargs) -> dict[str, float]:
+    """Each function's median round of :func:`alternating_rounds`."""
+    return {name: statistics.median(times) for name, times in alternating_rounds(fns, **kwargs).items()}
+
+
+def spread(times: list[float]) -> float:
+    """How far a measurement's rounds lie apart: (slowest - fastest) / median.
+    A ratio between two kernels is noise where it is within their spreads."""
+    return (max(times) - min(times)) / statistics.median(times)
 
 
 def one_at_a_time(product: Callable, a: mx.array, b: mx.array) -> Callable[[], mx.array]:

@@ -29,6 +29,35 @@ def test_every_kernel_gets_a_row_and_its_ratio_to_the_baseline_beside_it():
             assert row.x_matmul == pytest.approx(base / row.seconds)
             assert row.error is not None and row.error < 1e-5
     assert len(results) == 3 * len(SHAPES)
+    assert all(r.spread is not None and r.spread >= 0 and r.peak_kind == "FP32" for r in results)
+    import mlx_sgemm
+
+    assert {r.mlx_sgemm_version for r in results} == {mlx_sgemm.__version__}
+
+
+def test_spread_is_the_range_of_the_rounds_over_their_median():
+    assert timing.spread([1.0, 1.1, 0.9]) == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize("backend,kernel,precision,kind,peak", [
+    ("cuda", "tile_threads", "float32", "FP32", 67_000), ("cuda", "mx.matmul", "float32", "FP32", 67_000),
+    ("cuda", "tile_async", "float32", "3xTF32", 494_700 / 3), ("cuda", "matmul", "float32", "3xTF32", 494_700 / 3),
+    ("cuda", "matmul", "tf32", "TF32", 494_700), ("cuda", "mx.matmul", "tf32", "TF32", 494_700),
+    ("metal", "tile_simdgroup", "float32", "FP32", 67_000),
+])
+def test_each_row_is_measured_against_its_units_peak(backend, kernel, precision, kind, peak):
+    row = dict(backend=backend, kernel=kernel, precision=precision)
+    h100 = peaks.lookup("NVIDIA H100 80GB HBM3")
+    assert peaks.units(row) == kind
+    assert peaks.units_peak(row, h100) == pytest.approx(peak)
+
+
+def test_the_commit_is_empty_outside_git(monkeypatch):
+    def no_git(*args, **kwargs):
+        raise FileNotFoundError("git")
+
+    monkeypatch.setattr(measure.subprocess, "run", no_git)
+    assert measure.source_commit() == ""
 
 
 def test_a_shape_is_timed_in_one_set_of_alternating_rounds(monkeypatch):
@@ -37,9 +66,9 @@ def test_a_shape_is_timed_in_one_set_of_alternating_rounds(monkeypatch):
 
     def fake(fns, *, rounds, repeats):
         calls.append((sorted(fns), rounds, repeats))
-        return {name: 1.0 + i for i, name in enumerate(fns)}
+        return {name: [1.0 + i] * rounds for i, name in enumerate(fns)}
 
-    monkeypatch.setattr(timing, "alternating_medians", fake)
+    monkeypatch.setattr(timing, "alternating_rounds", fake)
     measure.measure(SHAPES, ["naive", "matmul"], ["float32"], repeats=5, peak=PEAK, progress=False)
     assert calls == [(sorted([measure.BASELINE, "naive", "matmul"]), measure.ROUNDS, 5)] * len(SHAPES)
     assert measure.ROUNDS >= 2
