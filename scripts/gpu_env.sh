@@ -6,7 +6,9 @@ mkdir -p /tmp/site
 if [ ! -d /tmp/site/mlx ]; then
   python3 -c "import tarfile; tarfile.open('.gpu/mlx-cuda-site.tar.xz').extractall('/tmp/site')"
 fi
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+# .gpu/extra: pure-Python dependencies the bundle lacks (platformdirs, filelock),
+# copied there from a local install.
+export PYTHONPATH=/tmp/site:$PWD/.gpu/extra:$PWD PYTHONUNBUFFERED=1
 export OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
