@@ -7,7 +7,8 @@ kernel_choice.candidates on ``a`` and ``b``, rejects any whose result is not
 float32-accurate (or TF32-accurate for precision "tf32") against mx.matmul,
 times the rest, and stores the winner in the cache. From then on matmul uses
 the winner for every shape of that class on this device, in this process and
-in later ones.
+in later ones, and in others using the same cache file from the next shape they
+have not called before (mlx_sgemm.dispatch.tuning_cache.entries).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def autotune(
     """Tune ``matmul(a, b, precision=precision)`` for this shape class and device.
 
     Returns ``{"choice": key, "seconds": {key: median seconds}, "rejected":
-    {key: error}}``; the choice is stored in the cache (``tuning.cache_path()``,
+    {key: error}}``; the choice is stored in the cache (``tuning_cache.cache_path()``,
     overridable with ``MLX_SGEMM_AUTOTUNE_CACHE``). Raises RuntimeError without
     a GPU backend: on the CPU matmul is mx.matmul and there is nothing to tune.
     """
