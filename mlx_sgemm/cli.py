@@ -8,8 +8,8 @@ labelled as such, filtered by the same options.
 ``mlx-sgemm explain 1x4096x4096``: what matmul would run for a product, and
 why (:func:`mlx_sgemm.explain`); it plans, it launches nothing.
 
-Arguments are checked before anything runs: a bad one is a one-line error and
-exit status 2.
+Arguments are checked before anything runs: a bad one is a one-line error
+(``mlx-sgemm: error: argument --sizes: must be >= 1, got 0``) and exit status 2.
 """
 
 from __future__ import annotations
@@ -17,9 +17,20 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 from pathlib import Path
+
+PROG = "mlx-sgemm"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, its errors one line: the usage it would print first is what
+    ``--help`` is for, and a script reading stderr wants the reason alone."""
+
+    def error(self, message: str):
+        self.exit(2, f"{PROG}: error: {message}\n")
 
 
 def shape(text: str) -> tuple[int, int, int]:
@@ -48,8 +59,8 @@ def positive(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
     return value
 
 
@@ -64,26 +75,27 @@ def version_text() -> str:
 def build_parser() -> argparse.ArgumentParser:
     from .bench.measure import KERNELS, PRECISIONS
 
-    parser = argparse.ArgumentParser(prog="mlx-sgemm", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=version_text())
     commands = parser.add_subparsers(dest="command", required=True)
     b = commands.add_parser("bench", help="time every kernel next to mx.matmul")
-    b.add_argument("--sizes", nargs="+", type=at_least_one, default=None, metavar="N",
-                   help="square sizes M = N = K (default 256 512 ... 8192)")
-    b.add_argument("--size", type=at_least_one, default=None, help="one square size (same as --sizes N)")
+    sizes = b.add_mutually_exclusive_group()
+    sizes.add_argument("--sizes", nargs="+", type=at_least_one, default=None, metavar="N",
+                       help="square sizes M = N = K (default 256 512 ... 8192)")
+    sizes.add_argument("--size", type=at_least_one, default=None, help="one square size (same as --sizes N)")
     b.add_argument("--shapes", nargs="+", type=shape, default=[], metavar="M,N,K",
                    help="further problem shapes, e.g. 1,4096,4096")
-    b.add_argument("--kernels", nargs="+", default=list(KERNELS), choices=KERNELS, metavar="KERNEL",
+    b.add_argument("--kernels", nargs="+", default=None, choices=KERNELS, metavar="KERNEL",
                    help=f"kernels to time (default all: {' '.join(KERNELS)})")
-    b.add_argument("--precisions", nargs="+", default=list(PRECISIONS), choices=PRECISIONS,
-                   help="precisions for the adaptive matmul (tf32 on CUDA only)")
+    b.add_argument("--precisions", nargs="+", default=None, choices=PRECISIONS,
+                   help="precisions for the adaptive matmul (default all; tf32 on CUDA only)")
     b.add_argument("--repeats", type=at_least_one, default=20, help="timed runs per measurement (median)")
     b.add_argument("--peak-gflops", type=positive, default=None, help="override the device's FP32 peak")
     b.add_argument("--bandwidth", type=positive, default=None, help="override its memory bandwidth, GB/s")
     b.add_argument("--out", type=Path, default=Path("outputs"), help="where the CSV and plots go")
     b.add_argument("--recorded", action="store_true",
-                   help="show the newest recorded run even if a GPU is present")
+                   help="show the newest recorded run even if a GPU is present (a recorded run "
+                        "shows the rows --sizes, --shapes, --kernels and --precisions ask for; all by default)")
     b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.add_argument("--json", action="store_true", help="print the rows as JSON, nothing else")
@@ -100,52 +112,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _writable_directory(parser: argparse.ArgumentParser, out: Path) -> None:
     """Fail now, not after the sweep: --out must be (or become) a writable folder."""
+    if out.exists() and not out.is_dir():
+        parser.error(f"argument --out: {out} is not a folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         parser.error(f"argument --out: cannot create {out}: {e.strerror or e}")
-    if not out.is_dir() or not os.access(out, os.W_OK):
-        parser.error(f"argument --out: {out} is not a writable folder")
-
-
-def _wants(rows: list[dict], args) -> list[dict]:
-    """The recorded rows the options ask for (all, where they ask for nothing)."""
-    squares = set(args.sizes or ([args.size] if args.size else []))
-    shapes = {tuple(s) for s in args.shapes} | {(s, s, s) for s in squares}
-    kernels = set(args.kernels)
-
-    def wanted(row) -> bool:
-        base = row["kernel"] == "mx.matmul"
-        return ((not shapes or (row["M"], row["N"], row["K"]) in shapes)
-                and (base or row["kernel"] in kernels)
-                and (row["precision"] in args.precisions))
-
-    return [row for row in rows if wanted(row)]
+    if not os.access(out, os.W_OK):
+        parser.error(f"argument --out: {out} is not writable")
 
 
 def bench(parser: argparse.ArgumentParser, args) -> int:
     from .bench import sweep, tables
 
-    _writable_directory(parser, args.out)
+    if not (args.recorded and args.no_plots):  # else nothing is written there
+        _writable_directory(parser, args.out)
     try:
         run = sweep.collect(
-            sizes=args.sizes or ([args.size] if args.size else sweep.DEFAULT_SIZES),
+            sizes=args.sizes or ([args.size] if args.size else None),
             shapes=args.shapes, kernels=args.kernels, precisions=args.precisions,
             repeats=args.repeats, peak_gflops=args.peak_gflops, bandwidth=args.bandwidth,
             out=args.out, force_recorded=args.recorded,
             progress=not (args.quiet or args.json) and sys.stderr.isatty(),
         )
-    except FileNotFoundError as e:
-        print(f"mlx-sgemm: {e}", file=sys.stderr)
+    except (FileNotFoundError, sweep.NoRecordedRows) as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 1
-    if run.recorded:
-        rows = _wants(run.rows, args)
-        if not rows:
-            have = sorted({f"{r['M']}x{r['N']}x{r['K']}" for r in run.rows})
-            print(f"mlx-sgemm: the recorded run {run.csv.name} has no rows for these options; "
-                  f"it has {', '.join(have)}", file=sys.stderr)
-            return 1
-        run = dataclasses.replace(run, rows=rows)
     if args.json:
         print(json.dumps({"note": run.note, "recorded": run.recorded,
                           "csv": str(run.csv) if run.csv else None, "rows": run.rows}, indent=1))
@@ -160,8 +152,11 @@ def bench(parser: argparse.ArgumentParser, args) -> int:
 def _plots(run, out: Path, quiet: bool) -> None:
     try:
         from .bench import plots
-    except ImportError:  # matplotlib is the bench extra's
-        print('Plots skipped: matplotlib is not installed (pip install "mlx-sgemm[bench]").', file=sys.stderr)
+    except ModuleNotFoundError as e:  # matplotlib is the bench extra's
+        if (e.name or "").partition(".")[0] != "matplotlib":
+            raise
+        print(f'{PROG}: plots skipped: matplotlib is not installed (pip install "mlx-sgemm[bench]" gives them)',
+              file=sys.stderr)
         return
     for path in plots.write_all(run.rows, out, run.recorded, run.peak_gflops, run.bandwidth_gbs):
         if not quiet:
@@ -184,11 +179,14 @@ def explain(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     """The command line; a closed pipe (``mlx-sgemm bench | head``) ends it quietly."""
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
-        status = bench(parser, args) if args.command == "bench" else explain(args)
-        sys.stdout.flush()
-        return status
+        try:
+            parser = build_parser()
+            args = parser.parse_args(argv)
+            return bench(parser, args) if args.command == "bench" else explain(args)
+        finally:
+            # Flushed here, where a reader gone away is caught, not at exit;
+            # also on argparse's exits (--help, --version), which raise SystemExit.
+            sys.stdout.flush()
     except BrokenPipeError:
         # Python would report the failed flush of stdout at exit: point stdout
         # at nothing first (the recipe of the Python docs, "Note on SIGPIPE").

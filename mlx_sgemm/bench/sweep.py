@@ -1,9 +1,11 @@
 """One benchmark session, shared by the command line and the notebook: measure
-live on a GPU, or load the newest recorded run where there is none."""
+live on a GPU, or load the newest recorded run where there is none, showing
+the recorded rows the same options ask for."""
 
 from __future__ import annotations
 
 import datetime
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +23,54 @@ class Run:
     csv: Path | None = None
 
 
+class NoRecordedRows(LookupError):
+    """The recorded run has no row for the shapes, kernels and precisions asked."""
+
+
+def _listed(what: str, values) -> str:
+    """"shapes 256x256x256, 1x4096x4096" (by work), "kernels naive, tile_16" (by name)."""
+    if what == "shapes":
+        return "shapes " + ", ".join("x".join(map(str, s)) for s in sorted(values, key=lambda s: (math.prod(s), s)))
+    return f"{what} " + ", ".join(sorted(values))
+
+
+def recorded_subset(rows: list[dict], name: str, shapes=None, kernels=None, precisions=None):
+    """The recorded ``rows`` of ``shapes`` (M, N, K), ``kernels`` and
+    ``precisions`` (None: any), with mx.matmul's rows beside them (every ratio
+    is to it), and a sentence on what was asked that the recording lacks ("" if
+    nothing). Raises NoRecordedRows, naming what was asked and what the
+    recording has, when no kernel's row fits."""
+    from .measure import BASELINE
+
+    asked = {"shapes": shapes and {tuple(s) for s in shapes}, "kernels": kernels and set(kernels),
+             "precisions": precisions and set(precisions)}
+    has = {"shapes": {(r["M"], r["N"], r["K"]) for r in rows},
+           "kernels": {r["kernel"] for r in rows} - {BASELINE}, "precisions": {r["precision"] for r in rows}}
+
+    def fits(row) -> bool:
+        return ((not asked["shapes"] or (row["M"], row["N"], row["K"]) in asked["shapes"])
+                and (not asked["kernels"] or row["kernel"] in asked["kernels"] or row["kernel"] == BASELINE)
+                and (not asked["precisions"] or row["precision"] in asked["precisions"]))
+
+    chosen = [r for r in rows if fits(r)]
+    if all(r["kernel"] == BASELINE for r in chosen):
+        wanted = "; ".join(_listed(w, v) for w, v in asked.items() if v)
+        raise NoRecordedRows(
+            f"the recorded run {name} has no rows" + (f" for {wanted}" if wanted else "")
+            + "; it has " + "; ".join(_listed(w, v) for w, v in has.items()))
+    lacking = [_listed(w, asked[w] - has[w]) for w in asked if asked[w] and asked[w] - has[w]]
+    return chosen, (f"It has no rows for {'; '.join(lacking)}." if lacking else "")
+
+
 def collect(
-    sizes=DEFAULT_SIZES, shapes=(), kernels=None, precisions=None, repeats: int = 20,
+    sizes=None, shapes=(), kernels=None, precisions=None, repeats: int = 20,
     peak_gflops=None, bandwidth=None, out: Path = Path("outputs"),
     force_recorded: bool = False, progress: bool = True,
 ) -> Run:
+    """Measure ``sizes`` (square; None: DEFAULT_SIZES) and ``shapes`` (M, N, K)
+    with ``kernels`` and ``precisions`` (None: all), or, without a GPU or with
+    ``force_recorded``, show the newest recorded run's rows for them (all its
+    shapes when neither ``sizes`` nor ``shapes`` is given)."""
     # cuBLAS's float32 baseline (mx.matmul in this process) needs TF32 off, and
     # MLX reads the switch once, at its first product: set it before that.
     os.environ.setdefault("MLX_ENABLE_TF32", "0")
@@ -39,14 +84,17 @@ def collect(
                "kernels cannot run here")
         if path is None:
             raise FileNotFoundError(f"{why}, and no recorded results were found (benchmarks/results/bench-*.csv)")
-        rows = results.read_csv(path)
+        squares = [(s, s, s) for s in sizes or ()]
+        rows, lacking = recorded_subset(results.read_csv(path), path.name,
+                                        [*squares, *shapes] or None, kernels, precisions)
         found = peaks.lookup(rows[0]["device"])
         note = (f"{why}. Showing the newest run recorded on a real GPU: {path.name} "
                 f"({rows[0]['device']}, MLX {rows[0]['mlx_version']}, {rows[0]['date']}).")
+        note += f" {lacking}" if lacking else ""
         return Run(rows, True, note, peak_gflops or found.fp32_gflops,
                    bandwidth or found.bandwidth_gbs, path)
     peak = measure.device_peak(peak_gflops, bandwidth)
-    shapes = [(s, s, s) for s in sizes] + [tuple(s) for s in shapes]
+    shapes = [(s, s, s) for s in (DEFAULT_SIZES if sizes is None else sizes)] + [tuple(s) for s in shapes]
     rows = measure.as_dicts(measure.measure(
         shapes, list(kernels or measure.KERNELS), list(precisions or measure.PRECISIONS),
         repeats, peak, progress))
