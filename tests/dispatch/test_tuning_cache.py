@@ -59,7 +59,7 @@ for i in range(count):
 def python(script: str, *args: str) -> subprocess.Popen:
     """Another Python process running ``script``, with this checkout's package
     (and this test's cache override, inherited)."""
-    return subprocess.Popen([sys.executable, "-c", script, *args], env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return subprocess.Popen([sys.executable, "-c", script, *args], env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
 
 
 def start_storing(device_name: str, count: int, ready: Path, go: Path) -> subprocess.Popen:
