@@ -202,10 +202,9 @@ def measure(
     def record(m, n, k, kernel, precision, seconds, err, spread, baseline):
         rate = timing.gflops(m, n, k, seconds)
         row = dict(backend=backend, kernel=kernel, precision=precision)
-        units_peak = peaks.units_peak(row, peak)
         results.append(Measurement(
             name, version, date, backend, kernel, precision, m, n, k, seconds, rate,
-            100 * rate / units_peak if units_peak else None, baseline / seconds, err,
+            peaks.pct_of_units_peak(row, rate, peak), baseline / seconds, err,
             peaks.units(row), spread, ours, commit,
         ))
 

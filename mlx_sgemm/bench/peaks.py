@@ -106,3 +106,9 @@ def units_peak(row: dict, peak: DevicePeak) -> float | None:
     if peak.tf32_gflops is None:
         return None
     return peak.tf32_gflops / 3 if kind == THREE_TF32 else peak.tf32_gflops
+
+
+def pct_of_units_peak(row: dict, gflops: float, peak: DevicePeak) -> float | None:
+    """``gflops`` as a percentage of :func:`units_peak`, or None where that is unknown."""
+    rate = units_peak(row, peak)
+    return 100 * gflops / rate if rate else None

@@ -58,11 +58,10 @@ def read_csv(path: Path) -> list[dict]:
 
 
 def _with_units_peak(row: dict) -> None:
-    peak = peaks.lookup(row["device"])
     row["peak_kind"] = peaks.units(row)
-    units_peak = peaks.units_peak(row, peak)
-    if units_peak:
-        row["pct_peak"] = 100 * row["gflops"] / units_peak
+    pct = peaks.pct_of_units_peak(row, row["gflops"], peaks.lookup(row["device"]))
+    if pct is not None:
+        row["pct_peak"] = pct
 
 
 def recorded_directories() -> list[Path]:
