@@ -1,0 +1,257 @@
+"""The Ozaki scheme II product in numpy: the reference the tests check and the
+specification of the GPU path, step by step.
+
+1. :func:`assess` (the pre-pass): are the operands finite, how far below each
+   row's (column's) largest entry its mass lies, how wide its exponent range
+   is; from that, the bits a side and the number of moduli, or why the product
+   should go to the 3xTF32 kernel instead.
+2. :func:`scale`: per-row powers of two for A, per-column for B, so that
+   A' = trunc(A * 2^e_i) and B' = trunc(B * 2^f_j) are integers below 2^bits.
+3. :func:`residues`: A' and B' modulo each p_i, symmetric, as int8.
+4. :func:`residue_products`: the s products of residues, int64 matmuls that
+   stand for the INT8 GEMM with int32 accumulation (checked to fit int32).
+5. :func:`reconstruct`: each product reduced mod p_i, the CRT in float64 with
+   the hi/lo constants of :class:`~mlx_sgemm.emulation.moduli.CRT` (what the
+   GPU computes), or exactly with Python ints (:func:`reconstruct_exact`).
+6. :func:`unscale`: C = C' * 2^-(e_i + f_j), rounded to float32.
+
+:func:`emulate` runs them all. Operands are 2-D (M x K, K x N).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import moduli as _moduli
+
+# Significant bits a side that the float32 contract asks for by default: a
+# float32 significand.
+FLOAT32_BITS = 24
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """What the pre-pass found and decided.
+
+    ``reason`` is None when the product can be emulated with ``moduli`` moduli
+    keeping ``bits`` bits a side; otherwise it says why the product goes to
+    the fallback (non-finite entries, K past the int32 bound, a range no
+    moduli count of the table can carry). ``a_lost_bits`` / ``b_lost_bits``:
+    how far (in bits) the worst row's (column's) mean magnitude lies below its
+    largest entry; ``a_span`` / ``b_span``: the widest exponent range of the
+    nonzero entries of a row (column). ``wide`` names the operand and
+    row/column whose range is wider than the bits its mass needs: scaled to
+    those bits, some of its nonzero entries would vanish, so moduli were added
+    to keep them (or, past the table, the reason says so).
+    """
+
+    k: int
+    bits: int
+    moduli: int | None
+    a_lost_bits: int
+    b_lost_bits: int
+    a_span: int
+    b_span: int
+    wide: str | None
+    reason: str | None
+
+    @property
+    def emulate(self) -> bool:
+        return self.reason is None
+
+
+def _exponents(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each row (axis=1) or column (axis=0) of x: the exponent of its
+    largest magnitude (floor(log2), 0 for an all-zero line), its lost bits
+    (ceil(log2(K * 2^top / sum |x|)), 0 for an all-zero line) and the exponent
+    span of its nonzero entries."""
+    mag = np.abs(x.astype(np.float64))
+    k = x.shape[axis]
+    top_val = mag.max(axis=axis)
+    zero = top_val == 0
+    top = np.where(zero, 0, np.frexp(np.where(zero, 1.0, top_val))[1] - 1)
+    total = mag.sum(axis=axis)
+    lost = np.where(zero, 0, np.ceil(np.log2(np.where(zero, 1.0, k * np.ldexp(1.0, top) / np.where(zero, 1.0, total)))))
+    low_val = np.where(mag > 0, mag, np.inf).min(axis=axis)
+    low = np.where(zero, 0, np.frexp(np.where(zero, 1.0, low_val))[1] - 1)
+    return top.astype(np.int64), np.maximum(lost, 0).astype(np.int64), (top - low).astype(np.int64)
+
+
+def assess(a: np.ndarray, b: np.ndarray, target_bits: int = FLOAT32_BITS,
+           max_moduli: int = len(_moduli.MODULI)) -> Assessment:
+    """The pre-pass: read each row's and column's exponent range and choose
+    the bits a side and the moduli, or say why the product should fall back.
+
+    Bits a side = target_bits + the worst lost bits of either operand (a row
+    whose mass lies far below its largest entry needs more bits for its
+    typical entries to keep ``target_bits``), raised to span + 1 when a row's
+    (column's) exponent span is wider still, so that no nonzero entry scales
+    to zero. Then :func:`~mlx_sgemm.emulation.moduli.moduli_for`.
+    """
+    k = a.shape[1]
+    if b.shape[0] != k:
+        raise ValueError(f"a is {a.shape} and b is {b.shape}: inner dimensions differ")
+    fields = dict(k=k, a_lost_bits=0, b_lost_bits=0, a_span=0, b_span=0, wide=None)
+    for name, x in (("a", a), ("b", b)):
+        if not np.isfinite(x).all():
+            return Assessment(bits=0, moduli=None, reason=f"{name} holds inf or NaN", **fields)
+    if k > _moduli.INT32_EXACT_K:
+        return Assessment(bits=0, moduli=None, reason=(
+            f"K={k} is past the int32-exactness bound of the INT8 products "
+            f"(K <= {_moduli.INT32_EXACT_K}); K must be split"), **fields)
+    _, a_lost, a_span = _exponents(a, 1)
+    _, b_lost, b_span = _exponents(b, 0)
+    worst = lambda v: int(v.max()) if v.size else 0  # noqa: E731
+    fields.update(a_lost_bits=worst(a_lost), b_lost_bits=worst(b_lost),
+                  a_span=worst(a_span), b_span=worst(b_span))
+    bits = target_bits + max(fields["a_lost_bits"], fields["b_lost_bits"])
+    spans = (("a", "row", a_span), ("b", "column", b_span))
+    for name, line, span in spans:
+        if span.size and span.max() + 1 > bits:
+            fields["wide"] = f"{line} {int(span.argmax())} of {name} spans 2^{int(span.max())}"
+    bits = max(bits, fields["a_span"] + 1, fields["b_span"] + 1)
+    try:
+        s = _moduli.moduli_for(max(k, 1), bits)
+    except ValueError:
+        s = None
+    if s is None or s > max_moduli:
+        why = fields["wide"] or f"the rows and columns need {bits} bits a side"
+        return Assessment(bits=bits, moduli=None, reason=(
+            f"{why}: keeping {bits} bits a side at K={k} takes more than {max_moduli} moduli"),
+            **fields)
+    return Assessment(bits=bits, moduli=s, reason=None, **fields)
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """A' (M x K) and B' (K x N) as int64, and their exponents: A' = trunc(A * 2^e)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    e: np.ndarray  # per row of A
+    f: np.ndarray  # per column of B
+
+
+def _line_exponent(x: np.ndarray, axis: int, bits: int) -> np.ndarray:
+    """The power of two putting each line's largest entry in [2^(bits-1), 2^bits)."""
+    top_val = np.abs(x.astype(np.float64)).max(axis=axis)
+    zero = top_val == 0
+    top = np.frexp(np.where(zero, 1.0, top_val))[1] - 1
+    return np.where(zero, 0, bits - 1 - top).astype(np.int64)
+
+
+def scale(a: np.ndarray, b: np.ndarray, bits: int) -> Scaled:
+    """A' = trunc(A * 2^e_i) with |A'| < 2^bits, B' = trunc(B * 2^f_j) likewise."""
+    if bits > 62:
+        raise ValueError(f"bits must be at most 62 (int64 scaled operands), got {bits}")
+    e = _line_exponent(a, 1, bits)
+    f = _line_exponent(b, 0, bits)
+    a_int = np.trunc(np.ldexp(a.astype(np.float64), e[:, None])).astype(np.int64)
+    b_int = np.trunc(np.ldexp(b.astype(np.float64), f[None, :])).astype(np.int64)
+    return Scaled(a_int, b_int, e, f)
+
+
+def symmetric_mod(x: np.ndarray, p: int) -> np.ndarray:
+    """x mod p in [-(p//2), p - 1 - p//2]: [-128, 127] for 256, [-(p-1)/2, (p-1)/2] for odd p."""
+    h = p // 2
+    return np.mod(x + h, p) - h
+
+
+def residues(x: np.ndarray, s: int) -> np.ndarray:
+    """The residues of an integer matrix modulo the first s moduli, int8, stacked [s, ...]."""
+    return np.stack([symmetric_mod(x, p) for p in _moduli.MODULI[:s]]).astype(np.int8)
+
+
+def residue_products(ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
+    """The INT8 GEMMs: ra [s, M, K] @ rb [s, K, N], int32 results; raises
+    where int32 accumulation would not have been exact."""
+    k = ra.shape[-1]
+    _moduli.check_k(k)
+    products = np.matmul(ra.astype(np.int64), rb.astype(np.int64))
+    assert np.abs(products).max(initial=0) < 2**31
+    return products.astype(np.int32)
+
+
+def reduce(products: np.ndarray) -> np.ndarray:
+    """Each int32 product reduced modulo its own p_i, symmetric (int64)."""
+    s = products.shape[0]
+    return np.stack([symmetric_mod(products[i].astype(np.int64), p)
+                     for i, p in enumerate(_moduli.MODULI[:s])])
+
+
+def reconstruct(products: np.ndarray) -> np.ndarray:
+    """C' from the s int32 residue products by the CRT in float64, as the GPU
+    computes it: X = sum_i hi_i q_i (exact) + sum_i lo_i q_i, Q = round(X / P),
+    C' = (X_hi - Q P_hi) + (X_lo - Q P_lo). Q is right when |C'| stays well short
+    of P/2 (by far more than 2^-50 P), which the scaling guarantees: |C'| <=
+    K (2^b - 1)^2 <= P/2 - K (2^(b+1) - 1)."""
+    s = products.shape[0]
+    c = _moduli.crt(s)
+    q = reduce(products).astype(np.float64)
+    x_hi = np.zeros(q.shape[1:])
+    x_lo = np.zeros(q.shape[1:])
+    for i in range(s):
+        x_hi += c.weights_hi[i] * q[i]
+        x_lo += c.weights_lo[i] * q[i]
+    quotient = np.rint((x_hi + x_lo) / float(c.product))
+    return (x_hi - quotient * c.product_hi) + (x_lo - quotient * c.product_lo)
+
+
+def reconstruct_exact(products: np.ndarray) -> np.ndarray:
+    """C' from the residue products by the CRT in Python integers (object array)."""
+    s = products.shape[0]
+    c = _moduli.crt(s)
+    q = reduce(products).astype(object)
+    x = sum(w * q[i] for i, w in enumerate(c.weights))
+    x = np.mod(x + c.product // 2, c.product) - c.product // 2
+    return x
+
+
+def unscale(c_int: np.ndarray, e: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """C = C' * 2^-(e_i + f_j), in float64."""
+    return np.ldexp(c_int.astype(np.float64), -(e[:, None] + f[None, :]))
+
+
+def emulate(a: np.ndarray, b: np.ndarray, moduli: int | None = None, bits: int | None = None,
+            ) -> tuple[np.ndarray, Assessment]:
+    """A @ B by the scheme, in float32, and the pre-pass's assessment.
+
+    ``moduli`` / ``bits`` override the pre-pass's choice (bits defaults to what
+    ``moduli`` carries at this K). Raises ValueError when the pre-pass routes
+    the product to the fallback and no override is given.
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    verdict = assess(a, b)
+    k = a.shape[1]
+    if moduli is None and bits is None:
+        if not verdict.emulate:
+            raise ValueError(f"not emulated: {verdict.reason}")
+        moduli, bits = verdict.moduli, verdict.bits
+    elif moduli is None:
+        moduli = _moduli.moduli_for(max(k, 1), bits)
+    elif bits is None:
+        bits = _moduli.bits_for(max(k, 1), moduli)
+    if bits < 1:
+        raise ValueError(f"moduli={moduli} keeps no bits at K={k}")
+    if k == 0:
+        return np.zeros((a.shape[0], b.shape[1]), np.float32), verdict
+    sc = scale(a, b, bits)
+    products = residue_products(residues(sc.a, moduli), np.swapaxes(residues(sc.b.T, moduli), 1, 2))
+    c = unscale(reconstruct(products), sc.e, sc.f)
+    return c.astype(np.float32), verdict
+
+
+def errors(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """(normwise, componentwise) error of c against the float64 product:
+    ||C - AB||_F / || |A||B| ||_F and max_ij |C - AB|_ij / (|A||B|)_ij."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    ref = a64 @ b64
+    bound = np.abs(a64) @ np.abs(b64)
+    diff = np.abs(c.astype(np.float64) - ref)
+    normwise = float(np.linalg.norm(diff) / np.linalg.norm(bound))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        comp = np.where(bound > 0, diff / bound, np.where(diff > 0, math.inf, 0.0))
+    return normwise, float(comp.max(initial=0.0))
