@@ -46,7 +46,7 @@ METAL_ATTRIBUTES = (
 
 # MLX's type names (get_type_string / dtype_to_cuda_type) for the dtypes we pass.
 _METAL_TYPES = {"float32": "float", "int32": "int32_t", "int64": "int64_t"}
-_CUDA_TYPES = {"float32": "float", "int32": "int32_t", "int64": "int64_t"}
+_CUDA_TYPES = {"float32": "float", "int32": "int32_t", "int64": "int64_t", "int8": "int8_t"}
 
 CUDA_DEFAULT_HEADER = """
 #include "mlx/backend/cuda/device/utils.cuh"
@@ -175,8 +175,9 @@ def cuda_source(spec: KernelSpec, inputs: list[ArrayInfo]) -> str:
                 out += f"    const __grid_constant__ Strides {iname}_strides,\n"
             if has_ndim:
                 out += f"    const __grid_constant__ int {iname}_ndim,\n"
-    for i, oname in enumerate(spec.output_names):
-        out += f"    float* {oname}"
+    output_dtypes = spec.output_dtypes or ("float32",) * len(spec.output_names)
+    for i, (oname, dtype) in enumerate(zip(spec.output_names, output_dtypes)):
+        out += f"    {_CUDA_TYPES[dtype]}* {oname}"
         out += ",\n" if i < len(spec.output_names) - 1 else ") {\n"
     if spec.template:
         for tname, value in spec.template:
@@ -188,6 +189,12 @@ def cuda_source(spec: KernelSpec, inputs: list[ArrayInfo]) -> str:
     out += spec.compiled_source()
     out += "\n}\n\n} // namespace mlx::core::cu\n"
     return out
+
+
+def declared_infos(spec: KernelSpec, size: int = 4096) -> list[ArrayInfo]:
+    """ArrayInfo for a kernel that declares its input dtypes (KernelSpec.input_dtypes),
+    each a 1-D array of ``size`` elements (the signature depends on no more)."""
+    return [ArrayInfo(dtype, 1, size) for dtype in spec.input_dtypes]
 
 
 def operand_infos(a_shape, b_shape, params_len: int) -> list[ArrayInfo]:

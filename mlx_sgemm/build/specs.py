@@ -49,6 +49,12 @@ class KernelSpec:
     # Output names: c, and for kernels that copy by TMA a 2 x 128-byte slot per
     # block for its tensor maps ("maps"; kernels/cuda/tile_wgmma.cu).
     outputs: tuple[str, ...] = OUTPUT_NAMES
+    # Kernels outside the a/b/params interface (the INT8 emulation's): the
+    # dtypes of their inputs, for the compile checks (MLX reads them from the
+    # arrays), and of their outputs (MLX's output_dtypes). Empty: a and b
+    # float32, params int32; every output float32.
+    input_dtypes: tuple[str, ...] = ()
+    output_dtypes: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -204,6 +210,26 @@ def cuda_small_m_wide(WARPS: int = 8, U: int = 4) -> KernelSpec:
     )
 
 
+def cuda_int8_residue_gemm(STAGES: int = 4, GROUP_M: int = 8) -> KernelSpec:
+    """The INT8 emulation's modular products (kernels/cuda/int8_residue_gemm.cu):
+    int8 residues of A [s, M, Kp] and of B^T [s, N, Kp] into int32 [s, M, N],
+    128 x 128 blocks of 8 warps of 64 x 32, k-tiles of 64 bytes in a ring of
+    STAGES cp.async stages (rows padded to 80 bytes). Two blocks an SM: 128
+    registers a thread."""
+    bm, bn, bk = 128, 128, 64
+    return KernelSpec(
+        "int8_residue_gemm", "cuda", "int8_residue_gemm.cu", (256, 1, 1), bm, bn,
+        (("BM", bm), ("BN", bn), ("BK", bk), ("WM", 64), ("WN", 32), ("STAGES", STAGES),
+         ("GROUP_M", GROUP_M)),
+        shared_memory=STAGES * (bm + bn) * (bk + 16),
+        min_blocks=2,
+        inputs=("ra", "rb", "params"),
+        outputs=("products",),
+        input_dtypes=("int8", "int8", "int32"),
+        output_dtypes=("int32",),
+    )
+
+
 _SPECS = {
     "cuda": [
         # One thread per output; 32 threads along N so a warp's loads of B and
@@ -286,9 +312,19 @@ _SPECS = {
 STAGES = ("naive", "tile_16", "tile_32", "tile_threads", "tile_simdgroup", "tile_async")
 
 
+# The INT8 emulation's kernels (mlx_sgemm.emulation): not stages of matmul,
+# and not of the a/b/params interface.
+_EMULATION_SPECS = {"cuda": [cuda_int8_residue_gemm()], "metal": []}
+
+
 def specs(backend: str) -> list[KernelSpec]:
-    """Every kernel of one backend."""
+    """Every matmul kernel of one backend."""
     return list(_SPECS[backend])
+
+
+def emulation_specs(backend: str) -> list[KernelSpec]:
+    """The INT8 emulation's kernels of one backend."""
+    return list(_EMULATION_SPECS[backend])
 
 
 def spec(stage: str, backend: str) -> KernelSpec:

@@ -29,11 +29,12 @@ from .cuda_compilers import (
 )
 
 REQUIRED = bool(os.environ.get("MLX_SGEMM_REQUIRE_CUDA_TOOLS"))
-# Every registered stage, and the tile_wgmma variants matmul picks on Hopper.
+# Every registered stage, the tile_wgmma variants matmul picks on Hopper, and
+# the INT8 emulation's kernels.
 CUDA_SPECS = specs.specs("cuda") + [
     spec for precision in kernel_choice.PRECISIONS for spec in kernel_choice.wgmma_variants(precision)
     if spec not in specs.specs("cuda")
-]
+] + specs.emulation_specs("cuda")
 
 
 def needs(available: bool, what: str):
@@ -44,6 +45,8 @@ def needs(available: bool, what: str):
 
 
 def full_source(spec) -> str:
+    if spec.input_dtypes:
+        return signatures.cuda_source(spec, signatures.declared_infos(spec))
     p = plan((3, 1, 33, 17), (2, 17, 65))
     inputs = signatures.operand_infos(p.a_shape, p.b_shape, len(p.params(1, 1)))
     return signatures.cuda_source(spec, inputs)

@@ -24,6 +24,10 @@ namespace sgemm {
 // Layout of `params` (written by mlx_sgemm/problem.py, Plan.params).
 enum Param { P_M, P_N, P_K, P_TILES_M, P_TILES_N, P_BATCH_NDIM, P_BATCH_SHAPE };
 
+// Layout of the INT8 residue GEMM's `params` (kernels/cuda/int8_residue_gemm.cu,
+// written by mlx_sgemm/emulation/residue_gemm.py): sizes, padded K, the tile grid.
+enum ResidueParam { R_M, R_N, R_KP, R_TILES_M, R_TILES_N };
+
 // Where the tensor maps (A's, B's in panels, B^T's; 32 words each) start in `params`
 // (after the batch shape and the split length: mlx_sgemm/problem.py).
 constexpr int P_TENSOR_MAPS = 16;

@@ -19,6 +19,23 @@ struct Tile {
   int64_t ldc;
 };
 
+// The first row and column of tile number `tile` of a tiles_m x tiles_n grid
+// of block_m x block_n tiles, walked in the order GROUP_M says (locate_tile).
+template <int GROUP_M>
+__device__ inline void tile_origin(int tile, int tiles_m, int tiles_n, int block_m, int block_n,
+                                   int& row0, int& col0) {
+  if (GROUP_M == 1) {
+    row0 = (tile / tiles_n) * block_m;
+    col0 = (tile % tiles_n) * block_n;
+  } else {
+    const int band = tile / (GROUP_M * tiles_n);
+    const int band_rows = min(GROUP_M, tiles_m - band * GROUP_M);
+    const int in_band = tile % (GROUP_M * tiles_n);
+    row0 = (band * GROUP_M + in_band % band_rows) * block_m;
+    col0 = (in_band / band_rows) * block_n;
+  }
+}
+
 // Blocks are numbered along the grid's x axis: K split, batch entry, then tile.
 // Operands have the output's batch rank (the Python side merges and pads batch
 // dims); a batch dim of extent 1 is broadcast, so it adds no offset. With K
@@ -43,17 +60,7 @@ __device__ inline Tile locate_tile(
   const int tiles = tiles_m * tiles_n;
   const int nd = params[P_BATCH_NDIM];
   const int block = blockIdx.x;
-  const int tile = block % tiles;
-  if (GROUP_M == 1) {
-    t.row0 = (tile / tiles_n) * block_m;
-    t.col0 = (tile % tiles_n) * block_n;
-  } else {
-    const int band = tile / (GROUP_M * tiles_n);
-    const int band_rows = min(GROUP_M, tiles_m - band * GROUP_M);
-    const int in_band = tile % (GROUP_M * tiles_n);
-    t.row0 = (band * GROUP_M + in_band % band_rows) * block_m;
-    t.col0 = (in_band / band_rows) * block_n;
-  }
+  tile_origin<GROUP_M>(block % tiles, tiles_m, tiles_n, block_m, block_n, t.row0, t.col0);
 
   // Which output matrix: batch entry, and (split-K) which stretch of K, the
   // split being the slowest-varying index (Plan.kernel_out_shape).
