@@ -7,6 +7,7 @@
 from . import nn
 from .autotuning import autotune
 from .dispatch.device import backend
+from .emulation.op import int8_emulated
 from .explain import Explanation, explain
 from .ops import (
     gemm,
@@ -36,6 +37,7 @@ __all__ = [
     "tile_threads",
     "tile_simdgroup",
     "tile_async",
+    "int8_emulated",
     "poisoned_outputs",
     "distributed",
 ]

@@ -230,6 +230,49 @@ def cuda_int8_residue_gemm(STAGES: int = 4, GROUP_M: int = 8) -> KernelSpec:
     )
 
 
+# The INT8 emulation on Hopper (mlx_sgemm/emulation/gpu.py): residues in
+# swizzled tiles, their wgmma products reduced to residues, the CRT.
+RESIDUE_TILE_M, RESIDUE_TILE_N = 128, 256  # lines per residue tile: the products' BM, BN
+
+
+def cuda_int8_residues() -> KernelSpec:
+    """The int8 residues of one operand's lines, scaled per line, for s moduli,
+    in the products' swizzled tiles (kernels/cuda/int8_residues.cu)."""
+    return KernelSpec(
+        "int8_residues", "cuda", "int8_residues.cu", (256, 1, 1), 1, 16,
+        inputs=("x", "shift_of_line", "params"), outputs=("residues",),
+        input_dtypes=("float32", "int32", "int32"), output_dtypes=("int8",),
+    )
+
+
+def cuda_int8_products(STAGES: int = 4, GROUP_M: int = 8) -> KernelSpec:
+    """Per modulus, A's residue tiles by B's on INT8 wgmma (m64n256k32, both
+    operands by descriptor), reduced modulo p_i on the way out
+    (kernels/cuda/int8_products.cu): 128 x 256 blocks of a producer and two
+    consumer warpgroups, STAGES k-tiles of 48 KB in flight."""
+    bm, bn = RESIDUE_TILE_M, RESIDUE_TILE_N
+    return KernelSpec(
+        "int8_products", "cuda", "int8_products.cu", (384, 1, 1), bm, bn,
+        (("BM", bm), ("BN", bn), ("STAGES", STAGES), ("GROUP_M", GROUP_M)),
+        shared_memory=STAGES * (bm + bn) * 128 + 1024,
+        min_blocks=1,
+        inputs=("ra", "rb", "params"), outputs=("residues",),
+        input_dtypes=("int8", "int8", "int32"), output_dtypes=("int8",),
+    )
+
+
+def cuda_int8_reconstruct() -> KernelSpec:
+    """C from the residue products by the CRT, unscaled; non-finite lines
+    recomputed in float32 (kernels/cuda/int8_reconstruct.cu)."""
+    return KernelSpec(
+        "int8_reconstruct", "cuda", "int8_reconstruct.cu", (256, 1, 1), 1, 4,
+        inputs=("residues", "a_shift", "b_shift", "constants", "a", "bt", "params"),
+        outputs=("c_out",),
+        input_dtypes=("int8", "int32", "int32", "int32", "float32", "float32", "int32"),
+        output_dtypes=("float32",),
+    )
+
+
 _SPECS = {
     "cuda": [
         # One thread per output; 32 threads along N so a warp's loads of B and
@@ -314,7 +357,10 @@ STAGES = ("naive", "tile_16", "tile_32", "tile_threads", "tile_simdgroup", "tile
 
 # The INT8 emulation's kernels (mlx_sgemm.emulation): not stages of matmul,
 # and not of the a/b/params interface.
-_EMULATION_SPECS = {"cuda": [cuda_int8_residue_gemm()], "metal": []}
+_EMULATION_SPECS = {
+    "cuda": [cuda_int8_residue_gemm(), cuda_int8_residues(), cuda_int8_products(), cuda_int8_reconstruct()],
+    "metal": [],
+}
 
 
 def specs(backend: str) -> list[KernelSpec]:

@@ -63,21 +63,33 @@ class Assessment:
         return self.reason is None
 
 
-def _exponents(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each row (axis=1) or column (axis=0) of x: the exponent of its
-    largest magnitude (floor(log2), 0 for an all-zero line), its lost bits
+def line_extremes(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each row (axis=1) or column (axis=0) of x: its largest magnitude,
+    the sum of its magnitudes and its smallest nonzero magnitude (inf for an
+    all-zero line), in float64. (The GPU path reads the same three from its
+    operands with MLX reductions: mlx_sgemm/emulation/gpu.py.)"""
+    mag = np.abs(x.astype(np.float64))
+    return mag.max(axis=axis), mag.sum(axis=axis), np.where(mag > 0, mag, np.inf).min(axis=axis)
+
+
+def line_exponents(top_val: np.ndarray, total: np.ndarray, low_val: np.ndarray, k: int,
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """From :func:`line_extremes`: each line's top exponent (floor(log2) of its
+    largest magnitude, 0 for an all-zero line), its lost bits
     (ceil(log2(K * 2^top / sum |x|)), 0 for an all-zero line) and the exponent
     span of its nonzero entries."""
-    mag = np.abs(x.astype(np.float64))
-    k = x.shape[axis]
-    top_val = mag.max(axis=axis)
-    zero = top_val == 0
+    top_val, total, low_val = (np.asarray(v, np.float64) for v in (top_val, total, low_val))
+    zero = ~(top_val > 0)
     top = np.where(zero, 0, np.frexp(np.where(zero, 1.0, top_val))[1] - 1)
-    total = mag.sum(axis=axis)
-    lost = np.where(zero, 0, np.ceil(np.log2(np.where(zero, 1.0, k * np.ldexp(1.0, top) / np.where(zero, 1.0, total)))))
-    low_val = np.where(mag > 0, mag, np.inf).min(axis=axis)
-    low = np.where(zero, 0, np.frexp(np.where(zero, 1.0, low_val))[1] - 1)
+    with np.errstate(divide="ignore", over="ignore"):
+        ratio = k * np.ldexp(1.0, top) / np.where(zero | ~(total > 0), 1.0, total)
+        lost = np.where(zero, 0, np.ceil(np.log2(ratio)))
+    low = np.where(zero | ~np.isfinite(low_val), top, np.frexp(np.where(zero, 1.0, low_val))[1] - 1)
     return top.astype(np.int64), np.maximum(lost, 0).astype(np.int64), (top - low).astype(np.int64)
+
+
+def _exponents(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return line_exponents(*line_extremes(x, axis), x.shape[axis])
 
 
 def assess(a: np.ndarray, b: np.ndarray, target_bits: int = FLOAT32_BITS,
@@ -94,16 +106,26 @@ def assess(a: np.ndarray, b: np.ndarray, target_bits: int = FLOAT32_BITS,
     k = a.shape[1]
     if b.shape[0] != k:
         raise ValueError(f"a is {a.shape} and b is {b.shape}: inner dimensions differ")
-    fields = dict(k=k, a_lost_bits=0, b_lost_bits=0, a_span=0, b_span=0, wide=None)
     for name, x in (("a", a), ("b", b)):
         if not np.isfinite(x).all():
-            return Assessment(bits=0, moduli=None, reason=f"{name} holds inf or NaN", **fields)
+            return Assessment(k=k, bits=0, moduli=None, a_lost_bits=0, b_lost_bits=0, a_span=0,
+                              b_span=0, wide=None, reason=f"{name} holds inf or NaN")
+    return decide(k, _exponents(a, 1), _exponents(b, 0), target_bits, max_moduli)
+
+
+def decide(k: int, a_lines, b_lines, target_bits: int = FLOAT32_BITS,
+           max_moduli: int = len(_moduli.MODULI), max_bits: int | None = None) -> Assessment:
+    """:func:`assess`'s choice from each operand's :func:`line_exponents`
+    (A's rows, B's columns; finite lines only). ``max_bits``: the most bits a
+    side the caller can carry (the GPU path's residue steps); more is a reason
+    to fall back."""
+    fields = dict(k=k, a_lost_bits=0, b_lost_bits=0, a_span=0, b_span=0, wide=None)
     if k > _moduli.INT32_EXACT_K:
         return Assessment(bits=0, moduli=None, reason=(
             f"K={k} is past the int32-exactness bound of the INT8 products "
             f"(K <= {_moduli.INT32_EXACT_K}); K must be split"), **fields)
-    _, a_lost, a_span = _exponents(a, 1)
-    _, b_lost, b_span = _exponents(b, 0)
+    _, a_lost, a_span = a_lines
+    _, b_lost, b_span = b_lines
     worst = lambda v: int(v.max()) if v.size else 0  # noqa: E731
     fields.update(a_lost_bits=worst(a_lost), b_lost_bits=worst(b_lost),
                   a_span=worst(a_span), b_span=worst(b_span))
@@ -113,6 +135,10 @@ def assess(a: np.ndarray, b: np.ndarray, target_bits: int = FLOAT32_BITS,
         if span.size and span.max() + 1 > bits:
             fields["wide"] = f"{line} {int(span.argmax())} of {name} spans 2^{int(span.max())}"
     bits = max(bits, fields["a_span"] + 1, fields["b_span"] + 1)
+    if max_bits is not None and bits > max_bits:
+        why = fields["wide"] or f"the rows and columns need {bits} bits a side"
+        return Assessment(bits=bits, moduli=None, reason=(
+            f"{why}: {bits} bits a side, more than the {max_bits} this path carries"), **fields)
     try:
         s = _moduli.moduli_for(max(k, 1), bits)
     except ValueError:

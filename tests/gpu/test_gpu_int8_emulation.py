@@ -1,37 +1,29 @@
-"""The INT8 emulation's modular products (kernels/cuda/int8_residue_gemm.cu)
-against numpy's exact integer products, on a CUDA GPU: edge tiles in M and N,
-K not a multiple of the k-tile, several moduli, and the int32 bound."""
+"""The INT8 emulation on a CUDA GPU: the mma.sync residue GEMM's exact
+products; the Hopper pipeline (residues, wgmma products, CRT) bit for bit
+against the numpy reference; and int8_emulated's accuracy against float64
+next to float32 SGEMM's, on normal inputs, GEMMul8's hard inputs, 1e30 next to
+1e-30, long K, Inf and NaN, and every shape class of the other ops."""
 
 import mlx.core as mx
 import numpy as np
 import pytest
 
-from mlx_sgemm.emulation import moduli, residue_gemm, scheme
+import mlx_sgemm
+from mlx_sgemm.dispatch import device
+from mlx_sgemm.emulation import gpu, moduli, op, residue_gemm, scheme
 
 from ..conftest import GPU_BACKEND, requires_gpu
 
 pytestmark = [
     requires_gpu,
     pytest.mark.gpu,
-    pytest.mark.skipif(GPU_BACKEND != "cuda", reason="INT8 mma.sync is a CUDA kernel"),
+    pytest.mark.skipif(GPU_BACKEND != "cuda", reason="the INT8 emulation's kernels are CUDA kernels"),
 ]
+hopper = pytest.mark.skipif(not device.has_wgmma(), reason="the emulation's products use Hopper's wgmma")
 
 
 def exact(ra, rb_t):
     return np.matmul(ra.astype(np.int64), np.swapaxes(rb_t, 1, 2).astype(np.int64))
-
-
-@pytest.mark.parametrize("s, m, n, k", [
-    (1, 1, 1, 1), (2, 16, 8, 32), (3, 130, 129, 64), (4, 257, 300, 100),
-    (8, 128, 128, 4096), (1, 1000, 24, 31), (9, 64, 640, 2000),
-])
-def test_residue_products_are_exact(s, m, n, k):
-    rng = np.random.default_rng(s * m + n + k)
-    ra = rng.integers(-128, 128, (s, m, k), dtype=np.int8)
-    rb_t = rng.integers(-128, 128, (s, n, k), dtype=np.int8)
-    got = residue_products_np(ra, rb_t)
-    assert got.dtype == np.int32
-    assert np.array_equal(got, exact(ra, rb_t))
 
 
 def residue_products_np(ra, rb_t):
@@ -40,22 +32,137 @@ def residue_products_np(ra, rb_t):
     return np.array(out)
 
 
-def test_the_int32_bound():
-    """K = INT32_EXACT_K of -128 * -128: the largest sum the kernel must hold."""
+@pytest.mark.parametrize("s, m, n, k", [
+    (1, 1, 1, 1), (2, 16, 8, 32), (3, 130, 129, 64), (4, 257, 300, 100),
+    (8, 128, 128, 4096), (1, 1000, 24, 31), (9, 64, 640, 2000),
+])
+def test_mma_sync_residue_products_are_exact(s, m, n, k):
+    rng = np.random.default_rng(s * m + n + k)
+    ra = rng.integers(-128, 128, (s, m, k), dtype=np.int8)
+    rb_t = rng.integers(-128, 128, (s, n, k), dtype=np.int8)
+    got = residue_products_np(ra, rb_t)
+    assert got.dtype == np.int32
+    assert np.array_equal(got, exact(ra, rb_t))
+
+
+def test_mma_sync_the_int32_bound():
     k = moduli.INT32_EXACT_K
     ra = np.full((1, 3, k), -128, np.int8)
-    got = residue_products_np(ra, ra)
-    assert np.all(got == k * 128**2)
+    assert np.all(residue_products_np(ra, ra) == k * 128**2)
 
 
-def test_the_scheme_on_the_gpu_products():
-    """The reference's scaling and residues, the kernel's products, the
-    reference's CRT: the float32 result of scheme.emulate, bit for bit."""
+@hopper
+@pytest.mark.parametrize("m, n, k, s", [
+    (1, 1, 1, 1), (70, 90, 1000, 7), (130, 257, 31, 8), (256, 512, 4096, 8), (300, 100, 129, 3),
+    (33, 600, 260, 14), (128, 256, 128, 2),
+])
+def test_pipeline_is_the_reference_bit_for_bit(m, n, k, s):
+    """Residues, wgmma products reduced mod p_i, CRT: scheme.emulate's float32
+    result exactly (an unwritten or misplaced output cannot match)."""
+    rng = np.random.default_rng(m + n + k + s)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    got = gpu.emulated(mx.array(a), mx.array(b), s, moduli.bits_for(k, s))
+    want, _ = scheme.emulate(a, b, moduli=s)
+    assert np.array_equal(np.array(got), want)
+
+
+@hopper
+def test_wgmma_products_at_the_int32_bound():
+    """Entries scaled to -128 and 128 (8 bits a side): residue products of
+    -128 x -128 mod 256 summed over the longest K the int32 accumulators hold,
+    compared with the reference."""
+    k = moduli.INT32_EXACT_K
+    a = np.full((3, k), -1.0, np.float32)
+    b = np.full((k, 5), -1.0, np.float32)
+    got = np.array(gpu.emulated(mx.array(a), mx.array(b), 8, 8))
+    assert np.array_equal(got, scheme.emulate(a, b, moduli=8, bits=8)[0])
+
+
+def _sgemm_error(a, b):
+    return scheme.errors(a @ b, a, b)
+
+
+def hard(shape, phi, rng):
+    """GEMMul8's test inputs: (rand - 0.5) * exp(phi * randn)."""
+    return ((rng.random(shape) - 0.5) * np.exp(phi * rng.standard_normal(shape))).astype(np.float32)
+
+
+@hopper
+@pytest.mark.parametrize("kind", ["normal", "phi0.5", "phi1", "phi2", "phi4", "1e30 next to 1e-30"])
+@pytest.mark.parametrize("k", [1, 31, 4096])
+def test_accuracy_against_float32_sgemm(kind, k):
+    rng = np.random.default_rng(k)
+    m, n = 200, 160
+    if kind == "normal":
+        a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    elif kind.startswith("phi"):
+        phi = float(kind[3:])
+        a, b = hard((m, k), phi, rng), hard((k, n), phi, rng)
+    else:
+        a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+        a[::3, ::2] *= np.float32(1e30)
+        a[1::3, 1::2] *= np.float32(1e-30)
+        b[::2, ::5] *= np.float32(1e-30)
+    c = np.array(mlx_sgemm.int8_emulated(mx.array(a), mx.array(b)))
+    normwise, componentwise = scheme.errors(c, a, b)
+    ref_normwise, ref_componentwise = _sgemm_error(a, b)
+    verdict = op.assess(mx.array(a), mx.array(b))[0]
+    assert np.isfinite(c).all()
+    assert normwise <= max(ref_normwise, 1e-9), (verdict, normwise, ref_normwise)
+    assert componentwise <= max(4 * ref_componentwise, 1e-7), (verdict, componentwise, ref_componentwise)
+
+
+@hopper
+def test_k_65536_and_past_the_int32_bound():
+    rng = np.random.default_rng(3)
+    for k in (65536, moduli.INT32_EXACT_K + 1):
+        a = rng.standard_normal((16, k)).astype(np.float32)
+        b = rng.standard_normal((k, 24)).astype(np.float32)
+        verdict = op.assess(mx.array(a), mx.array(b))[0]
+        assert (verdict.reason is None) == (k <= moduli.INT32_EXACT_K), verdict
+        c = np.array(mlx_sgemm.int8_emulated(mx.array(a), mx.array(b)))
+        assert scheme.errors(c, a, b)[0] <= max(_sgemm_error(a, b)[0], 1e-9)
+
+
+@hopper
+def test_inf_and_nan_land_where_mx_matmul_puts_them():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((40, 50)).astype(np.float32)
+    b = rng.standard_normal((50, 30)).astype(np.float32)
+    a[3, 7], a[9, 1], b[4, 11] = np.inf, np.nan, -np.inf
+    c = np.array(mlx_sgemm.int8_emulated(mx.array(a), mx.array(b)))
+    ref = np.array(mx.matmul(mx.array(a), mx.array(b)))
+    assert np.array_equal(np.isnan(c), np.isnan(ref)) and np.array_equal(np.isinf(c), np.isinf(ref))
+    finite = np.isfinite(ref)
+    assert np.allclose(c[finite], (a.astype(np.float64) @ b)[finite], rtol=1e-6, atol=1e-5)
+
+
+@hopper
+@pytest.mark.parametrize("a_shape, b_shape", [
+    ((65,), (65, 33)), ((17, 65), (65,)), ((3, 17, 65), (65, 33)), ((2, 1, 9, 40), (3, 40, 7)),
+])
+def test_shapes_like_mx_matmul(a_shape, b_shape):
     rng = np.random.default_rng(5)
-    a = rng.standard_normal((70, 1000)).astype(np.float32)
-    b = rng.standard_normal((1000, 90)).astype(np.float32)
-    s = moduli.moduli_for(1000, 24)
-    sc = scheme.scale(a, b, moduli.bits_for(1000, s))
-    products = residue_products_np(scheme.residues(sc.a, s), scheme.residues(sc.b.T, s))
-    c = scheme.unscale(scheme.reconstruct(products), sc.e, sc.f).astype(np.float32)
-    assert np.array_equal(c, scheme.emulate(a, b, moduli=s)[0])
+    a = mx.array(rng.standard_normal(a_shape).astype(np.float32))
+    b = mx.array(rng.standard_normal(b_shape).astype(np.float32))
+    c = mlx_sgemm.int8_emulated(a, b, moduli=8)
+    ref = np.matmul(np.array(a).astype(np.float64), np.array(b).astype(np.float64))
+    assert c.shape == ref.shape and c.dtype == mx.float32
+    assert np.allclose(np.array(c), ref, rtol=1e-5, atol=1e-5)
+
+
+@hopper
+def test_views_and_half_operands():
+    rng = np.random.default_rng(6)
+    w = mx.array(rng.standard_normal((300, 257)).astype(np.float32))
+    x = mx.array(rng.standard_normal((129, 300 * 2)).astype(np.float32))[:, ::2]
+    c = mlx_sgemm.int8_emulated(x, w)  # A a strided view
+    ref = np.array(x).astype(np.float64) @ np.array(w).astype(np.float64)
+    assert np.allclose(np.array(c), ref, rtol=1e-5, atol=1e-5)
+    wt = mx.array(rng.standard_normal((257, 300)).astype(np.float32))
+    c = mlx_sgemm.int8_emulated(x, wt.T)  # x @ W.T
+    assert np.allclose(np.array(c), np.array(x).astype(np.float64) @ np.array(wt).T.astype(np.float64),
+                       rtol=1e-5, atol=1e-5)
+    h = mlx_sgemm.int8_emulated(x.astype(mx.bfloat16), wt.T.astype(mx.bfloat16))
+    assert h.dtype == mx.bfloat16

@@ -36,6 +36,10 @@ __device__ inline void mbarrier_arrive_expect_bytes(uint64_t* bar, uint32_t byte
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
                :: "r"(shared_address(bar)), "r"(bytes) : "memory");
 }
+// Arrive without announcing bytes: a consumer handing a stage back.
+__device__ inline void mbarrier_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(shared_address(bar)) : "memory");
+}
 // Wait for the phase of parity `parity` to complete (phases alternate 0, 1,
 // 0, ...: the n-th use of a stage of a ring waits with parity n % 2).
 __device__ inline void mbarrier_wait(uint64_t* bar, uint32_t parity) {
@@ -77,6 +81,16 @@ __device__ inline void tma_load_2d(float* smem, const void* map, int x, int y, u
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
       :: "r"(shared_address(smem)), "l"(map), "r"(x), "r"(y), "r"(shared_address(bar)) : "memory");
+}
+
+// Copy `bytes` contiguous bytes (a multiple of 16, both ends 16-byte aligned)
+// from global memory into shared memory by the TMA, counted on `bar`: no
+// tensor map, for data already laid out as shared memory wants it (the INT8
+// emulation's residue tiles, sgemm/int8_tiles.cuh).
+__device__ inline void bulk_copy(void* smem, const void* gmem, uint32_t bytes, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+      :: "r"(shared_address(smem)), "l"(gmem), "r"(bytes), "r"(shared_address(bar)) : "memory");
 }
 
 }  // namespace sgemm

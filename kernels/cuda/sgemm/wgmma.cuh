@@ -14,10 +14,11 @@
 
 namespace sgemm {
 
-// The 64-bit descriptor of a SwizzledTile's k8 slice starting at `p`: its
+// The 64-bit descriptor of a SwizzledTile's k8 slice (or a ResidueTile's k32
+// slice: the same 32 bytes of each row) starting at `p`: its
 // shared-memory address, LBO and SBO (each in 16-byte units), the swizzle.
 template <typename Tile>
-__device__ inline uint64_t wgmma_descriptor(const float* p) {
+__device__ inline uint64_t wgmma_descriptor(const void* p) {
   const uint64_t address = static_cast<uint32_t>(__cvta_generic_to_shared(p));
   return ((address & 0x3ffff) >> 4) | (uint64_t((Tile::LBO & 0x3ffff) >> 4) << 16) |
          (uint64_t((Tile::SBO & 0x3ffff) >> 4) << 32) | (Tile::LAYOUT << 62);
@@ -48,13 +49,16 @@ __device__ inline void wgmma_wait() {
 // fragments are those of mma.sync m16n8k8 (see mma_m16n8k8_tf32), warp w of
 // the warpgroup holding rows 16w..16w+15: a0 (g, t), a1 (g+8, t), a2 (g, t+4),
 // a3 (g+8, t+4); d[4j + e] is row g + 8 (e / 2), column 8j + 2t + e % 2.
-#define SGEMM_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
-                    "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+// The accumulators as asm operands: "+f" for float32 (TF32 products), "+r"
+// for int32 (INT8 products); SGEMM_D is the constraint in use.
+#define SGEMM_D8(i) SGEMM_D(d[i]), SGEMM_D(d[i + 1]), SGEMM_D(d[i + 2]), SGEMM_D(d[i + 3]), \
+                    SGEMM_D(d[i + 4]), SGEMM_D(d[i + 5]), SGEMM_D(d[i + 6]), SGEMM_D(d[i + 7])
 #define SGEMM_D16 SGEMM_D8(0), SGEMM_D8(8)
 #define SGEMM_D32 SGEMM_D16, SGEMM_D8(16), SGEMM_D8(24)
 #define SGEMM_D64 SGEMM_D32, SGEMM_D8(32), SGEMM_D8(40), SGEMM_D8(48), SGEMM_D8(56)
 #define SGEMM_D128 SGEMM_D64, SGEMM_D8(64), SGEMM_D8(72), SGEMM_D8(80), SGEMM_D8(88), \
                    SGEMM_D8(96), SGEMM_D8(104), SGEMM_D8(112), SGEMM_D8(120)
+#define SGEMM_D(x) "+f"(x)
 // The N / 2 accumulators' operand numbers, as the instruction lists them.
 #define SGEMM_ACC16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define SGEMM_ACC32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
@@ -98,6 +102,21 @@ __device__ inline void wgmma_tf32_ss(float (&d)[N / 2], uint64_t a_desc, uint64_
     asm volatile(SGEMM_WGMMA("32", "%18", SGEMM_ACC16, "%16, %17") : SGEMM_D16 : SGEMM_SS_INPUTS);
   }
 }
+
+// d (64 x N, int32) += a (64 x 32, int8) * b (32 x N, int8), both operands in
+// shared memory, K-major (the only layout INT8 wgmma takes), described by
+// a_desc and b_desc (ResidueTile slices). Exact: the int32 sum wraps only past
+// 2^31, which the emulation's bound on K rules out. d's layout is the TF32
+// products' (d[4j + e]: row g + 8 (e / 2), column 8j + 2t + e % 2 of the warp's
+// 16 rows). N = 256: one product a k32 step for a consumer warpgroup's whole
+// 64 x 256 tile.
+#undef SGEMM_D
+#define SGEMM_D(x) "+r"(x)
+__device__ inline void wgmma_s8_ss_n256(int32_t (&d)[128], uint64_t a_desc, uint64_t b_desc) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 " SGEMM_ACC128 ", %128, %129, 1;\n"
+      : SGEMM_D128 : "l"(a_desc), "l"(b_desc));
+}
 #undef SGEMM_RS_INPUTS
 #undef SGEMM_SS_INPUTS
 #undef SGEMM_WGMMA
@@ -110,6 +129,7 @@ __device__ inline void wgmma_tf32_ss(float (&d)[N / 2], uint64_t a_desc, uint64_
 #undef SGEMM_D64
 #undef SGEMM_D128
 #undef SGEMM_D8
+#undef SGEMM_D
 
 }  // namespace sgemm
 

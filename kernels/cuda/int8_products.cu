@@ -1,0 +1,133 @@
+#include "sgemm/int8_tiles.cuh"
+#include "sgemm/producer_consumer.cuh"
+#include "sgemm/schedule.cuh"
+#include "sgemm/tma.cuh"
+#include "sgemm/wgmma.cuh"
+// Chapter 6, step 2 of the INT8 emulation: for each modulus p_i, the product
+// of A's residues by B's on the INT8 tensor cores (Hopper wgmma, int8 x int8
+// -> int32, exact), reduced modulo p_i as it leaves the registers, so that one
+// byte an output goes back to memory instead of four:
+//   residues[i] (M x N, int8) = (RA_i RB_i^T) mod p_i, symmetric.
+//
+// The residues arrive as tiles already in wgmma's 128-byte swizzle
+// (sgemm/int8_tiles.cuh), so a k-tile of A (128 rows x 128 bytes) and of B
+// (256 rows x 128 bytes) each come in with one bulk copy by the TMA, and no
+// tensor map is needed. Block: a BM x BN = 128 x 256 tile of one modulus, 384
+// threads.
+// - Warpgroup 0, the producer: one thread keeps STAGES k-tiles in flight,
+//   each stage's bytes counted on its `full` transaction barrier; it reuses a
+//   stage once both consumers have arrived on its `empty` barrier.
+// - Warpgroups 1 and 2, the consumers, own rows 0-63 and 64-127 of the tile
+//   by all 256 columns: an m64n256k32 product per 32 bytes of K, both operands
+//   read by the tensor cores from shared memory (128 int32 accumulators a
+//   thread). Each k-tile's 4 products are a group; the consumers wait for the
+//   group before last and hand its stage back, so the tensor cores always
+//   have the next k-tile's products queued.
+// Blocks: x = modulus * tiles + tile, tiles walked in bands of GROUP_M rows,
+// so the blocks in flight share A's and B's k-tiles in L2.
+//
+// params: M, N, Np (the residues' row length: N padded to BN), k-tiles, tiles
+// in M, tiles in N, s, then the s moduli.
+constexpr int THREADS = 384;
+static_assert(BM == 128 && BN == 256, "2 consumer warpgroups of m64n256 products");
+static_assert(STAGES >= 2 && STAGES <= 8, "a ring of stages");
+constexpr int A_BYTES = BM * sgemm::RESIDUE_K_TILE, B_BYTES = BN * sgemm::RESIDUE_K_TILE;
+constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int K_STEPS = sgemm::RESIDUE_K_TILE / 32;  // k32 products a k-tile
+// setmaxnreg moves registers within the 384 x 168 the block was given: the
+// producer needs few, the consumers' 128 accumulators many.
+constexpr int ENTRY_REGISTERS = 168, PRODUCER_REGISTERS = 40;
+constexpr int CONSUMER_REGISTERS =
+    (THREADS * ENTRY_REGISTERS - 128 * PRODUCER_REGISTERS) / 256 / 8 * 8;
+
+// STAGES x (A's tile, B's tile) from the first 1024-byte boundary (the
+// swizzle's alignment): the spec asks MLX for 1 KB more than the ring.
+extern __shared__ int4 smem_int4[];
+int8_t* const smem = reinterpret_cast<int8_t*>(smem_int4) +
+                     (1024 - sgemm::shared_address(smem_int4) % 1024) % 1024;
+__shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+
+const int M = params[0], Np = params[2], k_tiles = params[3];
+const int tiles_m = params[4], tiles_n = params[5];
+const int tiles = tiles_m * tiles_n;
+const int modulus = blockIdx.x / tiles;
+int row0, col0;
+sgemm::tile_origin<GROUP_M>(blockIdx.x % tiles, tiles_m, tiles_n, BM, BN, row0, col0);
+
+if (threadIdx.x == 0) {
+  for (int s = 0; s < STAGES; ++s) {
+    sgemm::mbarrier_init(&full[s], 1);
+    sgemm::mbarrier_init(&empty[s], 2);  // one thread of each consumer warpgroup
+  }
+  sgemm::mbarrier_init_fence();
+}
+__syncthreads();
+
+const int warpgroup = threadIdx.x / 128;
+if (warpgroup == 0) {
+  sgemm::registers_decrease<PRODUCER_REGISTERS>();
+  if (threadIdx.x == 0) {
+    const int8_t* const a_tiles =
+        ra + sgemm::residue_tile_offset(modulus, row0 / BM, 0, tiles_m, k_tiles, BM);
+    const int8_t* const b_tiles =
+        rb + sgemm::residue_tile_offset(modulus, col0 / BN, 0, tiles_n, k_tiles, BN);
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int s = kt % STAGES;
+      // The stage is free once both consumers are done with k-tile kt - STAGES.
+      if (kt >= STAGES) sgemm::mbarrier_wait(&empty[s], (kt / STAGES + 1) % 2);
+      int8_t* const stage = smem + s * STAGE_BYTES;
+      sgemm::mbarrier_arrive_expect_bytes(&full[s], STAGE_BYTES);
+      sgemm::bulk_copy(stage, a_tiles + static_cast<int64_t>(kt) * A_BYTES, A_BYTES, &full[s]);
+      sgemm::bulk_copy(stage + A_BYTES, b_tiles + static_cast<int64_t>(kt) * B_BYTES, B_BYTES, &full[s]);
+    }
+  }
+} else {
+  sgemm::registers_increase<CONSUMER_REGISTERS>();
+  const int tid = threadIdx.x % 128;
+  int32_t acc[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = 0;
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    const int s = kt % STAGES;
+    sgemm::mbarrier_wait(&full[s], (kt / STAGES) % 2);
+    const int8_t* const a_rows = smem + s * STAGE_BYTES + (warpgroup - 1) * 64 * sgemm::RESIDUE_K_TILE;
+    const int8_t* const b_rows = smem + s * STAGE_BYTES + A_BYTES;
+    sgemm::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < K_STEPS; ++ks) {
+      sgemm::wgmma_s8_ss_n256(acc, sgemm::wgmma_descriptor<sgemm::ResidueTile>(a_rows + 32 * ks),
+                              sgemm::wgmma_descriptor<sgemm::ResidueTile>(b_rows + 32 * ks));
+    }
+    sgemm::wgmma_commit();
+    sgemm::wgmma_wait<1>();  // k-tile kt - 1's products are done: its stage goes back
+    if (kt > 0 && tid == 0) sgemm::mbarrier_arrive(&empty[(kt - 1) % STAGES]);
+  }
+  sgemm::wgmma_wait<0>();
+
+  // acc[4j + e] is row 16 warp + g + 8 (e / 2), column 8j + 2t + e % 2 of the
+  // warpgroup's 64 x 256; each pair of columns goes out as 2 bytes. The
+  // int32 sum is first brought below 2^10 by an integer step whose quotient
+  // comes from a float estimate, then sgemm::symmetric_residue finishes.
+  const int p = params[7 + modulus];
+  const float pf = static_cast<float>(p), inverse_p = 1.0f / pf;
+  const int lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int row_base = row0 + (warpgroup - 1) * 64 + (tid / 32) * 16 + g;
+  int8_t* const out = residues + static_cast<int64_t>(modulus) * M * Np + col0 + 2 * t;
+  auto reduce = [&](int32_t v) {
+    const int q = __float2int_rn(__int2float_rn(v) * inverse_p);
+    // v - q p is small; computed modulo 2^32, as q p alone may not fit int32.
+    const int rest = static_cast<int>(static_cast<uint32_t>(v) - static_cast<uint32_t>(q) * static_cast<uint32_t>(p));
+    return sgemm::symmetric_residue(static_cast<float>(rest), pf, inverse_p, 1);
+  };
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = row_base + 8 * h;
+    if (row >= M) continue;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+      const char2 pair = make_char2(static_cast<signed char>(reduce(acc[4 * j + 2 * h])),
+                                    static_cast<signed char>(reduce(acc[4 * j + 2 * h + 1])));
+      *reinterpret_cast<char2*>(out + static_cast<int64_t>(row) * Np + 8 * j) = pair;
+    }
+  }
+}

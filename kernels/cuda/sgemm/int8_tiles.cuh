@@ -1,0 +1,60 @@
+// How the INT8 emulation lays out its int8 residues in device memory: tiles of
+// 128-byte rows, already in the 128-byte swizzle wgmma reads, so that one bulk
+// copy moves a whole tile into shared memory (kernels/cuda/int8_residues.cu
+// writes them, int8_products.cu reads them), and the moduli they are taken by.
+#ifndef MLX_SGEMM_INT8_TILES_CUH
+#define MLX_SGEMM_INT8_TILES_CUH
+
+namespace sgemm {
+
+// A residue matrix of `lines` rows (rows of A, or columns of B: B^T's rows) of
+// K int8 each, for s moduli, is stored as
+//   [s][lines / LINES][Kp / 128][LINES][128 bytes]
+// lines padded to a multiple of LINES (the products' tile: 128 for A, 256 for
+// B) and K to Kp, a multiple of 128, with zeros (which add nothing). Tile
+// (m, t, kt) is LINES x 128 bytes, contiguous: the products copy k-tile kt of
+// tile t with one cp.async.bulk. Inside it, row r is 128 bytes whose 16-byte
+// chunk c lies in slot c ^ (r % 8), wgmma's 128-byte swizzle (K-major, 8-row
+// atoms of 1024 bytes: the tile must start 1024-byte aligned, which it does
+// when the array does, 16 KB and 32 KB being multiples of 1024).
+constexpr int RESIDUE_K_TILE = 128;  // bytes of K per tile row
+// A line's power-of-two shift when it holds an Inf or NaN: its residues are
+// zeros and the outputs it touches are recomputed in float32
+// (int8_reconstruct.cu), so that they are mx.matmul's (mlx_sgemm/emulation/gpu.py
+// writes it too).
+constexpr int NON_FINITE_LINE = -2147483647 - 1;
+__device__ inline int swizzled_offset(int r, int k_byte) {
+  return r * RESIDUE_K_TILE + (((k_byte / 16) ^ (r % 8)) * 16) + k_byte % 16;
+}
+__device__ inline int64_t residue_tile_offset(int modulus, int tile, int k_tile, int tiles, int k_tiles,
+                                              int lines_per_tile) {
+  return ((static_cast<int64_t>(modulus) * tiles + tile) * k_tiles + k_tile) * lines_per_tile *
+         RESIDUE_K_TILE;
+}
+
+// A residue tile as the wgmma descriptor describes it (sgemm::wgmma_descriptor):
+// the 128-byte swizzle along K, 8-row atoms 1024 bytes apart.
+struct ResidueTile {
+  static constexpr int LBO = 16;        // unused with a swizzle along K (one atom wide)
+  static constexpr int SBO = 1024;      // bytes between 8-row atoms
+  static constexpr uint64_t LAYOUT = 1; // descriptor layout type: 128-byte swizzle
+};
+
+// x mod p in the symmetric range int8 holds: [-(p-1)/2, (p-1)/2] for odd p,
+// [-128, 127] for 256. x is an integer held exactly in a float (a float32
+// scaled by a power of two and truncated keeps at most 24 significant bits).
+// A step x - p * rint(x / p) is exact (an fma whose integer result is below
+// 2^24) and leaves at most p/2 + 2^-23 |x| (the quotient's rounding): one step
+// serves |x| < 2^24, two |x| < 2^46, three beyond. The compares then move a
+// remainder that lies one p outside the range back in.
+__device__ inline int symmetric_residue(float x, float p, float inverse_p, int steps) {
+  for (int i = 0; i < steps; ++i) x = fmaf(-rintf(x * inverse_p), p, x);
+  const float high = p == 256.0f ? 127.0f : (p - 1.0f) * 0.5f;
+  if (x > high) x -= p;
+  if (x < -high - (p == 256.0f ? 1.0f : 0.0f)) x += p;
+  return static_cast<int>(x);
+}
+
+}  // namespace sgemm
+
+#endif  // MLX_SGEMM_INT8_TILES_CUH

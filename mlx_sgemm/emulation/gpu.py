@@ -1,0 +1,151 @@
+"""The INT8 emulation on a Hopper GPU: Ozaki scheme II in three kernels.
+
+1. :func:`line_shifts` (MLX reductions) and :func:`residues`
+   (kernels/cuda/int8_residues.cu): each row of A and each row of B^T (column
+   of B) scaled by its power of two, truncated, reduced modulo each of the s
+   moduli, written as int8 tiles in the layout the products copy in one piece.
+2. :func:`products` (kernels/cuda/int8_products.cu): per modulus, the INT8
+   wgmma product of the residues, reduced modulo p_i in the epilogue: s bytes
+   an output reach memory, not s int32s.
+3. :func:`reconstruct` (kernels/cuda/int8_reconstruct.cu): the CRT in float64
+   and the unscaling, in the order of :func:`mlx_sgemm.emulation.scheme.reconstruct`,
+   so that the result is the numpy reference's bit for bit; outputs of lines
+   holding Inf or NaN recomputed in float32.
+
+Operands here are 2-D float32; :mod:`mlx_sgemm.emulation.op` does the rest.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import mlx.core as mx
+import numpy as np
+
+from ..build import registry, specs
+from . import moduli as _moduli
+from . import scheme
+
+NON_FINITE_LINE = -(2**31)  # sgemm::NON_FINITE_LINE (kernels/cuda/sgemm/int8_tiles.cuh)
+K_TILE = 128  # bytes of K per residue tile row (sgemm::RESIDUE_K_TILE)
+# sgemm::symmetric_residue reduces a scaled line value in 1 step below 2^24,
+# 2 below 2^46, 3 below 2^68: a scaled value has at most `bits` bits.
+MAX_BITS = 60
+_THREADS = 256
+
+
+def reduction_steps(bits: int) -> int:
+    if not 1 <= bits <= MAX_BITS:
+        raise ValueError(f"bits must be 1..{MAX_BITS}, got {bits}")
+    return 1 if bits <= 24 else 2 if bits <= 46 else 3
+
+
+def _int32(values) -> mx.array:
+    return mx.array(list(values), dtype=mx.int32)
+
+
+def _launch(spec, inputs, shape, dtype, threads, stream):
+    return registry.kernel(spec)(
+        inputs=inputs, output_shapes=[shape], output_dtypes=[dtype],
+        grid=(-(-threads // spec.threadgroup[0]) * spec.threadgroup[0], 1, 1),
+        threadgroup=spec.threadgroup, template=list(spec.template) or None, stream=stream,
+    )[0]
+
+
+def line_extremes(x: mx.array, stream=None) -> tuple[mx.array, mx.array, mx.array]:
+    """Per row of x (lines x K): largest magnitude (NaN or inf where the row
+    holds one), sum of magnitudes, smallest nonzero magnitude (inf if none):
+    scheme.line_extremes on the GPU."""
+    mag = mx.abs(x, stream=stream)
+    low = mx.min(mx.where(mag > 0, mag, mx.inf, stream=stream), axis=1, stream=stream)
+    return mx.max(mag, axis=1, stream=stream), mx.sum(mag, axis=1, stream=stream), low
+
+
+def line_shifts(x: mx.array, bits: int, stream=None) -> mx.array:
+    """int32 per row of x: the shift 2^shift that puts the row's largest
+    magnitude in [2^(bits-1), 2^bits) (scheme._line_exponent), 0 for a row of
+    zeros, NON_FINITE_LINE for a row holding Inf or NaN. The exponent is read
+    from the float32's bits (exact where log2 would round); a subnormal
+    maximum is first scaled by 2^64."""
+    amax = mx.max(mx.abs(x, stream=stream), axis=1, stream=stream)
+    field = (amax.view(mx.int32) >> 23) & 255
+    subnormal = field == 0
+    normalized = mx.where(subnormal, amax * float(2**64), amax, stream=stream)
+    top = ((normalized.view(mx.int32) >> 23) & 255) - 127 - mx.where(subnormal, 64, 0, stream=stream)
+    shift = mx.where(amax == 0, 0, bits - 1 - top, stream=stream)
+    return mx.where(field == 255, NON_FINITE_LINE, shift, stream=stream).astype(mx.int32, stream=stream)
+
+
+def residues(x: mx.array, shift: mx.array, s: int, bits: int, lines_per_tile: int, stream=None) -> mx.array:
+    """int8 residues of x's rows for the first s moduli, in swizzled tiles of
+    ``lines_per_tile`` rows (sgemm/int8_tiles.cuh), flat."""
+    lines, k = x.shape
+    tiles, k_tiles = -(-lines // lines_per_tile), max(1, -(-k // K_TILE))
+    params = _int32([lines, k, lines_per_tile, tiles, k_tiles, s, reduction_steps(bits),
+                     *_moduli.MODULI[:s]])
+    size = s * tiles * lines_per_tile * k_tiles * K_TILE
+    return _launch(specs.cuda_int8_residues(), [x, shift, params], (size,), mx.int8,
+                   tiles * lines_per_tile * k_tiles * (K_TILE // 16), stream)
+
+
+def products(ra: mx.array, rb: mx.array, m: int, n: int, k: int, s: int, stream=None) -> mx.array:
+    """int8 [s, M, Np]: per modulus, (RA_i RB_i^T) mod p_i, symmetric; Np is
+    N padded to the products' tile (its last columns are padding)."""
+    spec = specs.cuda_int8_products()
+    tiles_m, tiles_n = -(-m // spec.block_m), -(-n // spec.block_n)
+    np_ = tiles_n * spec.block_n
+    k_tiles = max(1, -(-k // K_TILE))
+    params = _int32([m, n, np_, k_tiles, tiles_m, tiles_n, s, *_moduli.MODULI[:s]])
+    return _launch(spec, [ra, rb, params], (s, m, np_), mx.int8,
+                   s * tiles_m * tiles_n * spec.threadgroup[0], stream)
+
+
+def crt_words(s: int) -> tuple[int, ...]:
+    """The CRT constants of s moduli as int32 words (each float64 low word
+    first): hi_0.., lo_0.., P_hi, P_lo, P (int8_reconstruct.cu)."""
+    c = _moduli.crt(s)
+    values = (*c.weights_hi, *c.weights_lo, c.product_hi, c.product_lo, float(c.product))
+    return struct.unpack(f"<{2 * len(values)}i", struct.pack(f"<{len(values)}d", *values))
+
+
+def reconstruct(q: mx.array, a_shift: mx.array, b_shift: mx.array, a: mx.array, bt: mx.array,
+                n: int, s: int, stream=None) -> mx.array:
+    """float32 M x N from the residue products (CRT, unscaling)."""
+    _, m, np_ = q.shape
+    k = a.shape[1]
+    params = _int32([m, n, np_, k, s])
+    return _launch(specs.cuda_int8_reconstruct(), [q, a_shift, b_shift, _int32(crt_words(s)), a, bt, params],
+                   (m, n), mx.float32, m * (np_ // 4), stream)
+
+
+def extremes_to_numpy(x: mx.array, stream=None):
+    """scheme.line_exponents of x's finite rows, read back to the host (the
+    pre-pass's one synchronization), and whether any row is non-finite."""
+    top, total, low = (np.array(v) for v in line_extremes(x, stream))
+    finite = np.isfinite(top)
+    return scheme.line_exponents(top[finite], total[finite], low[finite], x.shape[1]), not finite.all()
+
+
+def emulated(a: mx.array, b: mx.array, s: int, bits: int, stream=None) -> mx.array:
+    """float32 a @ b (2-D float32) by the scheme with s moduli keeping ``bits``
+    bits a side."""
+    m, k = a.shape
+    n = b.shape[1]
+    _moduli.check_k(k)
+    if min(m, n) == 0:
+        return mx.zeros((m, n), dtype=mx.float32, stream=stream)
+    if k == 0:
+        return mx.zeros((m, n), dtype=mx.float32, stream=stream)
+    a = mx.contiguous(a, stream=stream)
+    bt = mx.contiguous(b.T, stream=stream)
+    a_shift, b_shift = line_shifts(a, bits, stream), line_shifts(bt, bits, stream)
+    ra = residues(a, a_shift, s, bits, specs.RESIDUE_TILE_M, stream)
+    rb = residues(bt, b_shift, s, bits, specs.RESIDUE_TILE_N, stream)
+    q = products(ra, rb, m, n, k, s, stream)
+    return reconstruct(q, a_shift, b_shift, a, bt, n, s, stream)
+
+
+def int8_ops(m: int, n: int, k: int, s: int) -> float:
+    """INT8 multiply-adds x 2 of the products, as the padded tiles do them."""
+    return 2.0 * s * math.ceil(m / 128) * 128 * math.ceil(n / 256) * 256 * max(1, math.ceil(k / K_TILE)) * K_TILE
