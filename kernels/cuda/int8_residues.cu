@@ -38,8 +38,13 @@ if (live && k0 + 16 <= K && reinterpret_cast<uintptr_t>(row + k0) % 16 == 0) {
 #pragma unroll
   for (int e = 0; e < 16; ++e) v[e] = live && k0 + e < K ? row[k0 + e] : 0.0f;
 }
+// x 2^shift: a multiplication by the power of two where 2^shift is a normal
+// float (exact; a product that falls below 2^-126 truncates to 0 all the
+// same), ldexpf for the rare shifts past that range.
+const bool normal_shift = shift >= -126 && shift <= 127;
+const float power = normal_shift ? __int_as_float((shift + 127) << 23) : 1.0f;
 #pragma unroll
-for (int e = 0; e < 16; ++e) v[e] = truncf(ldexpf(v[e], shift));
+for (int e = 0; e < 16; ++e) v[e] = truncf(normal_shift ? v[e] * power : ldexpf(v[e], shift));
 
 const int64_t in_tile = sgemm::swizzled_offset(line % per_tile, (chunk % 8) * 16);
 for (int m = 0; m < s; ++m) {

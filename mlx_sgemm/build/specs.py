@@ -235,6 +235,16 @@ def cuda_int8_residue_gemm(STAGES: int = 4, GROUP_M: int = 8) -> KernelSpec:
 RESIDUE_TILE_M, RESIDUE_TILE_N = 128, 256  # lines per residue tile: the products' BM, BN
 
 
+def cuda_int8_line_stats() -> KernelSpec:
+    """Each line's largest, total and smallest nonzero magnitude, one warp a
+    line (kernels/cuda/int8_line_stats.cu)."""
+    return KernelSpec(
+        "int8_line_stats", "cuda", "int8_line_stats.cu", (256, 1, 1), 8, 1,
+        inputs=("x", "params"), outputs=("stats",),
+        input_dtypes=("float32", "int32"), output_dtypes=("float32",),
+    )
+
+
 def cuda_int8_residues() -> KernelSpec:
     """The int8 residues of one operand's lines, scaled per line, for s moduli,
     in the products' swizzled tiles (kernels/cuda/int8_residues.cu)."""
@@ -358,7 +368,7 @@ STAGES = ("naive", "tile_16", "tile_32", "tile_threads", "tile_simdgroup", "tile
 # The INT8 emulation's kernels (mlx_sgemm.emulation): not stages of matmul,
 # and not of the a/b/params interface.
 _EMULATION_SPECS = {
-    "cuda": [cuda_int8_residue_gemm(), cuda_int8_residues(), cuda_int8_products(), cuda_int8_reconstruct()],
+    "cuda": [cuda_int8_residue_gemm(), cuda_int8_line_stats(), cuda_int8_residues(), cuda_int8_products(), cuda_int8_reconstruct()],
     "metal": [],
 }
 

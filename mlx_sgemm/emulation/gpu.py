@@ -53,27 +53,27 @@ def _launch(spec, inputs, shape, dtype, threads, stream):
     )[0]
 
 
-def line_extremes(x: mx.array, stream=None) -> tuple[mx.array, mx.array, mx.array]:
-    """Per row of x (lines x K): largest magnitude (NaN or inf where the row
-    holds one), sum of magnitudes, smallest nonzero magnitude (inf if none):
-    scheme.line_extremes on the GPU."""
-    mag = mx.abs(x, stream=stream)
-    low = mx.min(mx.where(mag > 0, mag, mx.inf, stream=stream), axis=1, stream=stream)
-    return mx.max(mag, axis=1, stream=stream), mx.sum(mag, axis=1, stream=stream), low
+def line_stats(x: mx.array, stream=None) -> mx.array:
+    """float32 [3, lines] for the rows of x (lines x K, rows K apart): largest
+    magnitude (NaN or inf where the row holds one), sum of magnitudes, smallest
+    nonzero magnitude (inf if none): scheme.line_extremes in one pass
+    (kernels/cuda/int8_line_stats.cu)."""
+    lines, k = x.shape
+    return _launch(specs.cuda_int8_line_stats(), [x, _int32([lines, k])], (3, lines), mx.float32,
+                   32 * lines, stream)
 
 
-def line_shifts(x: mx.array, bits: int, stream=None) -> mx.array:
-    """int32 per row of x: the shift 2^shift that puts the row's largest
-    magnitude in [2^(bits-1), 2^bits) (scheme._line_exponent), 0 for a row of
-    zeros, NON_FINITE_LINE for a row holding Inf or NaN. The exponent is read
-    from the float32's bits (exact where log2 would round); a subnormal
+def line_shifts(top: mx.array, bits: int, stream=None) -> mx.array:
+    """int32 per line from its largest magnitude ``top``: the shift 2^shift
+    that puts it in [2^(bits-1), 2^bits) (scheme._line_exponent), 0 for a line
+    of zeros, NON_FINITE_LINE for a line holding Inf or NaN. The exponent is
+    read from the float32's bits (exact where log2 would round); a subnormal
     maximum is first scaled by 2^64."""
-    amax = mx.max(mx.abs(x, stream=stream), axis=1, stream=stream)
-    field = (amax.view(mx.int32) >> 23) & 255
+    field = (top.view(mx.int32) >> 23) & 255
     subnormal = field == 0
-    normalized = mx.where(subnormal, amax * float(2**64), amax, stream=stream)
-    top = ((normalized.view(mx.int32) >> 23) & 255) - 127 - mx.where(subnormal, 64, 0, stream=stream)
-    shift = mx.where(amax == 0, 0, bits - 1 - top, stream=stream)
+    normalized = mx.where(subnormal, top * float(2**64), top, stream=stream)
+    exponent = ((normalized.view(mx.int32) >> 23) & 255) - 127 - mx.where(subnormal, 64, 0, stream=stream)
+    shift = mx.where(top == 0, 0, bits - 1 - exponent, stream=stream)
     return mx.where(field == 255, NON_FINITE_LINE, shift, stream=stream).astype(mx.int32, stream=stream)
 
 
@@ -119,31 +119,41 @@ def reconstruct(q: mx.array, a_shift: mx.array, b_shift: mx.array, a: mx.array, 
                    (m, n), mx.float32, m * (np_ // 4), stream)
 
 
-def extremes_to_numpy(x: mx.array, stream=None):
-    """scheme.line_exponents of x's finite rows, read back to the host (the
-    pre-pass's one synchronization), and whether any row is non-finite."""
-    top, total, low = (np.array(v) for v in line_extremes(x, stream))
-    finite = np.isfinite(top)
-    return scheme.line_exponents(top[finite], total[finite], low[finite], x.shape[1]), not finite.all()
+class Operands:
+    """A product's operands as the kernels read them: A and B^T row-contiguous
+    float32 and their lines' statistics (line_stats), made once per call."""
+
+    def __init__(self, a: mx.array, b: mx.array, stream=None):
+        self.a = mx.contiguous(a, stream=stream)
+        self.bt = mx.contiguous(b.T, stream=stream)
+        self.a_stats, self.b_stats = line_stats(self.a, stream), line_stats(self.bt, stream)
+
+    def lines(self):
+        """scheme.line_exponents of A's and B^T's finite lines, read back to
+        the host (the pre-pass's one synchronization)."""
+        out = []
+        for stats, x in ((self.a_stats, self.a), (self.b_stats, self.bt)):
+            top, total, low = np.array(stats)
+            finite = np.isfinite(top)
+            out.append(scheme.line_exponents(top[finite], total[finite], low[finite], x.shape[1]))
+        return out
 
 
-def emulated(a: mx.array, b: mx.array, s: int, bits: int, stream=None) -> mx.array:
+def emulated(a: mx.array, b: mx.array, s: int, bits: int, stream=None,
+             operands: Operands | None = None) -> mx.array:
     """float32 a @ b (2-D float32) by the scheme with s moduli keeping ``bits``
-    bits a side."""
+    bits a side (``operands``: a and b as the pre-pass prepared them)."""
     m, k = a.shape
     n = b.shape[1]
     _moduli.check_k(k)
-    if min(m, n) == 0:
+    if min(m, n, k) == 0:
         return mx.zeros((m, n), dtype=mx.float32, stream=stream)
-    if k == 0:
-        return mx.zeros((m, n), dtype=mx.float32, stream=stream)
-    a = mx.contiguous(a, stream=stream)
-    bt = mx.contiguous(b.T, stream=stream)
-    a_shift, b_shift = line_shifts(a, bits, stream), line_shifts(bt, bits, stream)
-    ra = residues(a, a_shift, s, bits, specs.RESIDUE_TILE_M, stream)
-    rb = residues(bt, b_shift, s, bits, specs.RESIDUE_TILE_N, stream)
+    x = operands or Operands(a, b, stream)
+    a_shift, b_shift = line_shifts(x.a_stats[0], bits, stream), line_shifts(x.b_stats[0], bits, stream)
+    ra = residues(x.a, a_shift, s, bits, specs.RESIDUE_TILE_M, stream)
+    rb = residues(x.bt, b_shift, s, bits, specs.RESIDUE_TILE_N, stream)
     q = products(ra, rb, m, n, k, s, stream)
-    return reconstruct(q, a_shift, b_shift, a, bt, n, s, stream)
+    return reconstruct(q, a_shift, b_shift, x.a, x.bt, n, s, stream)
 
 
 def int8_ops(m: int, n: int, k: int, s: int) -> float:

@@ -4,9 +4,9 @@ INT8 tensor cores by Ozaki scheme II (Ozaki, Uchino, Imamura, arXiv
 
 How many moduli: by default a pre-pass reads each row of A's and column of B's
 largest, total and smallest magnitudes (MLX reductions, read back to the host:
-the one synchronization of the op) and keeps 24 significant bits of every line
+the one synchronization of the op) and keeps :func:`target_bits` significant bits of every line's typical entry
 plus the bits its mass lies below its largest entry
-(:func:`mlx_sgemm.emulation.scheme.decide`); a line whose nonzero entries span
+(:func:`target_bits`, :func:`mlx_sgemm.emulation.scheme.decide`); a line whose nonzero entries span
 more than that gets the bits to keep them all, and the moduli follow
 (:func:`mlx_sgemm.emulation.moduli.moduli_for`). Where that is more than the
 path carries, K is past the int32 bound, or the GPU cannot run it, the product
@@ -20,6 +20,8 @@ the outputs they touch are computed in float32, so Inf and NaN land where
 """
 
 from __future__ import annotations
+
+import math
 
 import mlx.core as mx
 import numpy as np
@@ -37,21 +39,52 @@ def _path(stream) -> str:
     return "numpy" if backend == device.CPU_FALLBACK else "fallback"
 
 
-def _decide(a: mx.array, b: mx.array, moduli: int | None, stream) -> scheme.Assessment:
-    """The emulation's choice for one 2-D float32 product."""
+def target_bits(k: int) -> int:
+    """Bits kept of each line's typical entry (scheme.decide adds the bits its
+    mass lies below its largest entry) so that the normwise error stays below
+    float32 SGEMM's, which the contract asks to match. float32's error grows
+    with K (a sum of K roundings), the scheme's does not (one truncation an
+    entry): 25 bits at K = 1, one fewer for each factor of 8 in K, so 21 at
+    K = 4096. Measured against float64 (H100, normal inputs): 4096^3 and
+    8192^3 with 8 moduli 2.5e-9 and 4.9e-9 against cuBLAS SGEMM's 2.8e-8, with
+    7 moduli 5.9e-8 and 9.5e-8 (docs/performance-log.md, "INT8 emulation:
+    the first measurements"); K = 31 with 24 bits 4.1e-8 against 2.9e-8.
+    GEMMul8's hard inputs are in the GPU tests."""
+    return 25 - math.ceil(math.log2(max(k, 1)) / 3)
+
+
+def _fixed(k: int, moduli: int) -> scheme.Assessment:
+    """The choice when the caller names the moduli: the bits they carry at K."""
+    if not 1 <= moduli <= len(_moduli.MODULI):
+        raise ValueError(f"moduli must be 1..{len(_moduli.MODULI)}, got {moduli}")
+    no_lines = (np.zeros(0, np.int64),) * 3
+    if k > _moduli.INT32_EXACT_K:
+        return scheme.decide(k, no_lines, no_lines)
+    bits = _moduli.bits_for(max(k, 1), moduli)
+    reason = None if 1 <= bits <= gpu.MAX_BITS else f"{moduli} moduli keep {bits} bits a side at K={k}"
+    return scheme.Assessment(k=k, bits=bits, moduli=moduli if reason is None else None, a_lost_bits=0,
+                             b_lost_bits=0, a_span=0, b_span=0, wide=None, reason=reason)
+
+
+def _decide(a: mx.array, b: mx.array, moduli: int | None, path: str, stream):
+    """The emulation's choice for one 2-D float32 product, and the operands
+    as the GPU kernels read them (None on the other paths)."""
     k = a.shape[1]
+    operands = gpu.Operands(a, b, stream) if path == "wgmma" and k <= _moduli.INT32_EXACT_K else None
     if moduli is not None:
-        if not 1 <= moduli <= len(_moduli.MODULI):
-            raise ValueError(f"moduli must be 1..{len(_moduli.MODULI)}, got {moduli}")
-        if k > _moduli.INT32_EXACT_K:
-            return scheme.decide(k, (np.zeros(0),) * 3, (np.zeros(0),) * 3)
-        bits = _moduli.bits_for(max(k, 1), moduli)
-        reason = None if bits >= 1 else f"{moduli} moduli keep no bits at K={k}"
-        return scheme.Assessment(k=k, bits=bits, moduli=moduli if reason is None else None,
-                                 a_lost_bits=0, b_lost_bits=0, a_span=0, b_span=0, wide=None, reason=reason)
-    a_lines, _ = gpu.extremes_to_numpy(a, stream)
-    b_lines, _ = gpu.extremes_to_numpy(mx.contiguous(b.T, stream=stream), stream)
-    return scheme.decide(k, a_lines, b_lines, max_bits=gpu.MAX_BITS)
+        verdict = _fixed(k, moduli)
+    elif operands is not None:
+        verdict = scheme.decide(k, *operands.lines(), target_bits(k), max_bits=gpu.MAX_BITS)
+    else:
+        an, bn = np.array(a), np.array(b)
+        lines = [scheme.line_exponents(*(v[f] for v in scheme.line_extremes(x, axis)), x.shape[axis])
+                 for x, axis in ((an, 1), (bn, 0))
+                 for f in [np.isfinite(x).all(axis=axis)]]
+        verdict = scheme.decide(k, *lines, target_bits(k), max_bits=gpu.MAX_BITS)
+    if verdict.reason is None and path == "fallback":
+        verdict = scheme.Assessment(**{**verdict.__dict__, "moduli": None, "reason": (
+            "the INT8 emulation runs on Hopper GPUs (wgmma) and on the CPU; this device has neither")})
+    return verdict, operands
 
 
 def _as_2d_products(a: mx.array, b: mx.array, stream):
@@ -78,14 +111,7 @@ def assess(a: mx.array, b: mx.array, moduli: int | None = None, *, stream=None) 
     stream = device.canonical(stream)
     _, a3, b3 = _as_2d_products(a, b, stream)
     path = _path(stream)
-    out = []
-    for i in range(a3.shape[0]):
-        verdict = _decide(a3[i], b3[i], moduli, stream)
-        if verdict.reason is None and path == "fallback":
-            verdict = scheme.Assessment(**{**verdict.__dict__, "moduli": None, "reason": (
-                "the INT8 emulation runs on Hopper GPUs (wgmma) and on the CPU; this device has neither")})
-        out.append(verdict)
-    return out
+    return [_decide(a3[i], b3[i], moduli, path, stream)[0] for i in range(a3.shape[0])]
 
 
 def _numpy_product(a: mx.array, b: mx.array, verdict: scheme.Assessment) -> mx.array:
@@ -126,12 +152,12 @@ def int8_emulated(a: mx.array, b: mx.array, moduli: int | None = None, *, stream
     path = _path(stream)
     results = []
     for i in range(a3.shape[0]):
-        verdict = _decide(a3[i], b3[i], moduli, stream)
-        if verdict.reason is not None or path == "fallback":
+        verdict, operands = _decide(a3[i], b3[i], moduli, path, stream)
+        if verdict.reason is not None:
             results.append(matmul(a3[i], b3[i], stream=stream))
         elif path == "numpy":
             results.append(_numpy_product(a3[i], b3[i], verdict))
         else:
-            results.append(gpu.emulated(a3[i], b3[i], verdict.moduli, verdict.bits, stream))
+            results.append(gpu.emulated(a3[i], b3[i], verdict.moduli, verdict.bits, stream, operands))
     c = mx.stack(results) if results else mx.zeros((0, p.M, p.N), dtype=mx.float32)
     return c.reshape(p.out_shape).astype(dtype, stream=stream)

@@ -148,7 +148,11 @@ def decide(k: int, a_lines, b_lines, target_bits: int = FLOAT32_BITS,
         return Assessment(bits=bits, moduli=None, reason=(
             f"{why}: keeping {bits} bits a side at K={k} takes more than {max_moduli} moduli"),
             **fields)
-    return Assessment(bits=bits, moduli=s, reason=None, **fields)
+    # Keep all the bits the s moduli carry at this K: more accuracy, no cost.
+    carried = _moduli.bits_for(max(k, 1), s)
+    if max_bits is not None:
+        carried = min(carried, max_bits)
+    return Assessment(bits=max(bits, carried), moduli=s, reason=None, **fields)
 
 
 @dataclass(frozen=True)
