@@ -66,7 +66,8 @@ def main() -> None:
         s, bits = 8, moduli.bits_for(size, 8)
         bt = mx.contiguous(b.T)
         mx.eval(bt)
-        a_shift, b_shift = gpu.line_shifts(a, bits), gpu.line_shifts(bt, bits)
+        a_shift = gpu.line_shifts(gpu.line_stats(a)[0], bits)
+        b_shift = gpu.line_shifts(gpu.line_stats(bt)[0], bits)
         mx.eval(a_shift, b_shift)
         ra = gpu.residues(a, a_shift, s, bits, specs.RESIDUE_TILE_M)
         rb = gpu.residues(bt, b_shift, s, bits, specs.RESIDUE_TILE_N)
@@ -75,7 +76,8 @@ def main() -> None:
         mx.eval(q)
         phases = {
             "phase: B^T copy": lambda: mx.contiguous(b.T) + 0,
-            "phase: line shifts (A and B^T)": lambda: gpu.line_shifts(a, bits) + gpu.line_shifts(bt, bits),
+            "phase: line statistics (A and B^T)": lambda: mx.concatenate([gpu.line_stats(a), gpu.line_stats(bt)], 1),
+            "phase: pre-pass (statistics, read back, choice)": lambda: mx.array(op.assess(a, b)[0].moduli),
             "phase: residues (A and B^T)": lambda: mx.concatenate([
                 gpu.residues(a, a_shift, s, bits, specs.RESIDUE_TILE_M),
                 gpu.residues(bt, b_shift, s, bits, specs.RESIDUE_TILE_N)]),

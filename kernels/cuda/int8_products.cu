@@ -109,15 +109,15 @@ if (warpgroup == 0) {
   // int32 sum is first brought below 2^10 by an integer step whose quotient
   // comes from a float estimate, then sgemm::symmetric_residue finishes.
   const int p = params[7 + modulus];
-  const float pf = static_cast<float>(p), inverse_p = 1.0f / pf;
+  const sgemm::Modulus mod = sgemm::make_modulus(p);
   const int lane = tid % 32, g = lane / 4, t = lane % 4;
   const int row_base = row0 + (warpgroup - 1) * 64 + (tid / 32) * 16 + g;
   int8_t* const out = residues + static_cast<int64_t>(modulus) * M * Np + col0 + 2 * t;
   auto reduce = [&](int32_t v) {
-    const int q = __float2int_rn(__int2float_rn(v) * inverse_p);
+    const int q = __float2int_rn(__int2float_rn(v) * mod.inverse);
     // v - q p is small; computed modulo 2^32, as q p alone may not fit int32.
     const int rest = static_cast<int>(static_cast<uint32_t>(v) - static_cast<uint32_t>(q) * static_cast<uint32_t>(p));
-    return sgemm::symmetric_residue(static_cast<float>(rest), pf, inverse_p, 1);
+    return sgemm::symmetric_residue(static_cast<float>(rest), mod, 1);
   };
 #pragma unroll
   for (int h = 0; h < 2; ++h) {

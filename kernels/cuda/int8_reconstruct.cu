@@ -4,7 +4,7 @@
 // residue modulo p_i (int8_products.cu) and the constants of
 // mlx_sgemm/emulation/moduli.py (CRT: w_i = hi_i + lo_i, P = P_hi + P_lo):
 //   X_hi = sum hi_i q_i (exact in float64), X_lo = sum lo_i q_i,
-//   Q = rint((X_hi + X_lo) / P), C' = (X_hi - Q P_hi) + (X_lo - Q P_lo),
+//   Q = rint((X_hi + X_lo) (1/P)), C' = (X_hi - Q P_hi) + (X_lo - Q P_lo),
 //   C = C' 2^-(shift of its row of A + shift of its column of B), to float32.
 // The float64 operations are written as intrinsics (no fused multiply-adds) in
 // the order of mlx_sgemm.emulation.scheme.reconstruct, so the GPU's result is
@@ -13,34 +13,38 @@
 // (sgemm::NON_FINITE_LINE) is recomputed as a float32 dot product of a and
 // bt, so that Inf and NaN land where mx.matmul puts them.
 //
-// One thread, 4 consecutive outputs of a row (4 bytes of each residue matrix,
-// rows Np bytes apart).
+// One thread, COLUMNS = 8 consecutive outputs of a row: 8 bytes of each
+// residue matrix (rows Np bytes apart, Np a multiple of 256).
 // params: M, N, Np, K, s. constants: the float64 words (low word first) of
-// hi_0..hi_{s-1}, lo_0..lo_{s-1}, P_hi, P_lo, P.
+// hi_0..hi_{s-1}, lo_0..lo_{s-1}, P_hi, P_lo, 1/P.
+constexpr int COLUMNS = 8;
 const int M = params[0], N = params[1], Np = params[2], K = params[3], s = params[4];
 const int64_t id = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-const int quads = Np / 4;
-if (id >= static_cast<int64_t>(M) * quads) return;
-const int row = static_cast<int>(id / quads), col0 = static_cast<int>(id % quads) * 4;
+const int groups = Np / COLUMNS;
+if (id >= static_cast<int64_t>(M) * groups) return;
+const int row = static_cast<int>(id / groups), col0 = static_cast<int>(id % groups) * COLUMNS;
 if (col0 >= N) return;
 auto constant = [&](int i) { return __hiloint2double(constants[2 * i + 1], constants[2 * i]); };
 
-double x_hi[4] = {0.0, 0.0, 0.0, 0.0}, x_lo[4] = {0.0, 0.0, 0.0, 0.0};
-for (int i = 0; i < s; ++i) {
-  const char4 q = *reinterpret_cast<const char4*>(residues + (static_cast<int64_t>(i) * M + row) * Np + col0);
-  const double hi = constant(i), lo = constant(s + i);
-  const double qs[4] = {double(q.x), double(q.y), double(q.z), double(q.w)};
+double x_hi[COLUMNS], x_lo[COLUMNS];
 #pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    x_hi[e] = __dadd_rn(x_hi[e], __dmul_rn(hi, qs[e]));
-    x_lo[e] = __dadd_rn(x_lo[e], __dmul_rn(lo, qs[e]));
+for (int e = 0; e < COLUMNS; ++e) x_hi[e] = x_lo[e] = 0.0;
+for (int i = 0; i < s; ++i) {
+  const uint2 bytes = *reinterpret_cast<const uint2*>(residues + (static_cast<int64_t>(i) * M + row) * Np + col0);
+  const double hi = constant(i), lo = constant(s + i);
+#pragma unroll
+  for (int e = 0; e < COLUMNS; ++e) {
+    const uint32_t word = e < 4 ? bytes.x : bytes.y;
+    const double q = static_cast<double>(static_cast<int8_t>(word >> (8 * (e % 4))));
+    x_hi[e] = __dadd_rn(x_hi[e], __dmul_rn(hi, q));
+    x_lo[e] = __dadd_rn(x_lo[e], __dmul_rn(lo, q));
   }
 }
-const double p_hi = constant(2 * s), p_lo = constant(2 * s + 1), p = constant(2 * s + 2);
+const double p_hi = constant(2 * s), p_lo = constant(2 * s + 1), p_inverse = constant(2 * s + 2);
 const int row_shift = a_shift[row];
-float out[4];
+float out[COLUMNS];
 #pragma unroll
-for (int e = 0; e < 4; ++e) {
+for (int e = 0; e < COLUMNS; ++e) {
   const int col = min(col0 + e, N - 1);
   const int col_shift = b_shift[col];
   if (row_shift == sgemm::NON_FINITE_LINE || col_shift == sgemm::NON_FINITE_LINE) {
@@ -49,16 +53,22 @@ for (int e = 0; e < 4; ++e) {
     out[e] = v;
     continue;
   }
-  const double quotient = rint(__ddiv_rn(__dadd_rn(x_hi[e], x_lo[e]), p));
+  const double quotient = rint(__dmul_rn(__dadd_rn(x_hi[e], x_lo[e]), p_inverse));
   const double c = __dadd_rn(__dsub_rn(x_hi[e], __dmul_rn(quotient, p_hi)),
                              __dsub_rn(x_lo[e], __dmul_rn(quotient, p_lo)));
-  out[e] = __double2float_rn(ldexp(c, -(row_shift + col_shift)));
+  // 2^-(row_shift + col_shift) as a float64 built from its exponent where
+  // that is a normal number (an exact product), ldexp past that range.
+  const int unscale = -(row_shift + col_shift);
+  out[e] = __double2float_rn(unscale >= -1022 && unscale <= 1023
+                                 ? __dmul_rn(c, __hiloint2double((unscale + 1023) << 20, 0))
+                                 : ldexp(c, unscale));
 }
 float* const c_row = c_out + static_cast<int64_t>(row) * N;
-if (col0 + 4 <= N && N % 4 == 0) {
-  *reinterpret_cast<float4*>(c_row + col0) = make_float4(out[0], out[1], out[2], out[3]);
+if (col0 + COLUMNS <= N && N % 4 == 0) {
+  reinterpret_cast<float4*>(c_row + col0)[0] = make_float4(out[0], out[1], out[2], out[3]);
+  reinterpret_cast<float4*>(c_row + col0)[1] = make_float4(out[4], out[5], out[6], out[7]);
 } else {
 #pragma unroll
-  for (int e = 0; e < 4; ++e)
+  for (int e = 0; e < COLUMNS; ++e)
     if (col0 + e < N) c_row[col0 + e] = out[e];
 }

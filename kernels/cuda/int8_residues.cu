@@ -1,3 +1,4 @@
+#include "sgemm/dispatch.cuh"
 #include "sgemm/int8_tiles.cuh"
 // Chapter 6, step 1 of the INT8 emulation (Ozaki scheme II): the int8 residues
 // of one operand. Each line (a row of A, or a row of B^T, i.e. a column of B)
@@ -15,7 +16,7 @@
 // params: lines, K, lines per tile, tiles, k-tiles (of 128), s, reduction
 // steps (sgemm::symmetric_residue), then the s moduli.
 const int lines = params[0], K = params[1], per_tile = params[2], tiles = params[3],
-          k_tiles = params[4], s = params[5], steps = params[6];
+          k_tiles = params[4], s = params[5], steps_needed = params[6];
 const int64_t chunks_per_line = static_cast<int64_t>(k_tiles) * 8;
 const int64_t id = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 if (id >= chunks_per_line * tiles * per_tile) return;
@@ -47,19 +48,29 @@ const float power = normal_shift ? __int_as_float((shift + 127) << 23) : 1.0f;
 for (int e = 0; e < 16; ++e) v[e] = truncf(normal_shift ? v[e] * power : ldexpf(v[e], shift));
 
 const int64_t in_tile = sgemm::swizzled_offset(line % per_tile, (chunk % 8) * 16);
-for (int m = 0; m < s; ++m) {
-  const float p = static_cast<float>(params[7 + m]), inverse_p = 1.0f / p;
-  uint32_t words[4];
-#pragma unroll
-  for (int w = 0; w < 4; ++w) {
-    uint32_t word = 0;
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int r = sgemm::symmetric_residue(v[4 * w + e], p, inverse_p, steps);
-      word |= (static_cast<uint32_t>(r) & 0xffu) << (8 * e);
+// steps is 1 for up to 29 bits a side (8 moduli at K = 4096 keep 25): the
+// common case gets a loop of its own, with the step count a constant.
+auto write_residues = [&](auto steps_constant) {
+  constexpr int steps = decltype(steps_constant)::value;
+  for (int m = 0; m < s; ++m) {
+    const sgemm::Modulus modulus = sgemm::make_modulus(params[7 + m]);
+    uint32_t words[4];
+  #pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      uint32_t word = 0;
+  #pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = sgemm::symmetric_residue(v[4 * w + e], modulus, steps);
+        word |= (static_cast<uint32_t>(r) & 0xffu) << (8 * e);
+      }
+      words[w] = word;
     }
-    words[w] = word;
+    int8_t* const tile = residues + sgemm::residue_tile_offset(m, line / per_tile, chunk / 8, tiles, k_tiles, per_tile);
+    *reinterpret_cast<uint4*>(tile + in_tile) = make_uint4(words[0], words[1], words[2], words[3]);
   }
-  int8_t* const tile = residues + sgemm::residue_tile_offset(m, line / per_tile, chunk / 8, tiles, k_tiles, per_tile);
-  *reinterpret_cast<uint4*>(tile + in_tile) = make_uint4(words[0], words[1], words[2], words[3]);
+};
+if (steps_needed == 1) {
+  write_residues(sgemm::IntTag<1>{});
+} else {
+  write_residues(sgemm::IntTag<2>{});
 }

@@ -275,7 +275,7 @@ def cuda_int8_reconstruct() -> KernelSpec:
     """C from the residue products by the CRT, unscaled; non-finite lines
     recomputed in float32 (kernels/cuda/int8_reconstruct.cu)."""
     return KernelSpec(
-        "int8_reconstruct", "cuda", "int8_reconstruct.cu", (256, 1, 1), 1, 4,
+        "int8_reconstruct", "cuda", "int8_reconstruct.cu", (256, 1, 1), 1, 8,
         inputs=("residues", "a_shift", "b_shift", "constants", "a", "bt", "params"),
         outputs=("c_out",),
         input_dtypes=("int8", "int32", "int32", "int32", "float32", "float32", "int32"),

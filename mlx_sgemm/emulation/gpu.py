@@ -29,16 +29,16 @@ from . import scheme
 
 NON_FINITE_LINE = -(2**31)  # sgemm::NON_FINITE_LINE (kernels/cuda/sgemm/int8_tiles.cuh)
 K_TILE = 128  # bytes of K per residue tile row (sgemm::RESIDUE_K_TILE)
-# sgemm::symmetric_residue reduces a scaled line value in 1 step below 2^24,
-# 2 below 2^46, 3 below 2^68: a scaled value has at most `bits` bits.
-MAX_BITS = 60
-_THREADS = 256
+# sgemm::symmetric_residue reduces a scaled line value (below 2^bits) in 1 step
+# below 2^29, 2 below 2^46: the most bits a side this path keeps.
+MAX_BITS = 46
+RECONSTRUCT_COLUMNS = 8  # outputs a thread of int8_reconstruct.cu makes (COLUMNS)
 
 
 def reduction_steps(bits: int) -> int:
     if not 1 <= bits <= MAX_BITS:
         raise ValueError(f"bits must be 1..{MAX_BITS}, got {bits}")
-    return 1 if bits <= 24 else 2 if bits <= 46 else 3
+    return 1 if bits <= 29 else 2
 
 
 def _int32(values) -> mx.array:
@@ -103,9 +103,9 @@ def products(ra: mx.array, rb: mx.array, m: int, n: int, k: int, s: int, stream=
 
 def crt_words(s: int) -> tuple[int, ...]:
     """The CRT constants of s moduli as int32 words (each float64 low word
-    first): hi_0.., lo_0.., P_hi, P_lo, P (int8_reconstruct.cu)."""
+    first): hi_0.., lo_0.., P_hi, P_lo, 1/P (int8_reconstruct.cu)."""
     c = _moduli.crt(s)
-    values = (*c.weights_hi, *c.weights_lo, c.product_hi, c.product_lo, float(c.product))
+    values = (*c.weights_hi, *c.weights_lo, c.product_hi, c.product_lo, c.product_inverse)
     return struct.unpack(f"<{2 * len(values)}i", struct.pack(f"<{len(values)}d", *values))
 
 
@@ -116,7 +116,7 @@ def reconstruct(q: mx.array, a_shift: mx.array, b_shift: mx.array, a: mx.array, 
     k = a.shape[1]
     params = _int32([m, n, np_, k, s])
     return _launch(specs.cuda_int8_reconstruct(), [q, a_shift, b_shift, _int32(crt_words(s)), a, bt, params],
-                   (m, n), mx.float32, m * (np_ // 4), stream)
+                   (m, n), mx.float32, m * (np_ // RECONSTRUCT_COLUMNS), stream)
 
 
 class Operands:

@@ -77,6 +77,8 @@ class CRT:
     weights_lo: tuple[float, ...]
     product_hi: float
     product_lo: float
+    product_inverse: float  # 1 / P rounded to float64: the quotient X / P as a product
+
 
     @property
     def count(self) -> int:
@@ -105,7 +107,8 @@ def crt(s: int) -> CRT:
     shift = max(0, product.bit_length() - headroom)
     his, los = zip(*(_split(w, shift) for w in weights))
     product_hi, product_lo = _split(product, shift)
-    return CRT(moduli, product, partial, inverses, weights, shift, his, los, product_hi, product_lo)
+    return CRT(moduli, product, partial, inverses, weights, shift, his, los, product_hi, product_lo,
+               1.0 / float(product))
 
 
 def check_k(k: int) -> None:

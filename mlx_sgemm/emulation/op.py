@@ -10,8 +10,8 @@ plus the bits its mass lies below its largest entry
 more than that gets the bits to keep them all, and the moduli follow
 (:func:`mlx_sgemm.emulation.moduli.moduli_for`). Where that is more than the
 path carries, K is past the int32 bound, or the GPU cannot run it, the product
-goes to ``matmul`` (3xTF32, float32-accurate) instead, and :func:`assess`
-says why. ``moduli=s`` skips the pre-pass (no synchronization) and uses s
+goes to another kernel instead (:func:`fallback`), and :func:`assess` says
+why. ``moduli=s`` skips the pre-pass (no synchronization) and uses s
 moduli with the bits they carry at this K.
 
 Rows of A and columns of B that hold Inf or NaN do not stop the emulation:
@@ -114,6 +114,19 @@ def assess(a: mx.array, b: mx.array, moduli: int | None = None, *, stream=None) 
     return [_decide(a3[i], b3[i], moduli, path, stream)[0] for i in range(a3.shape[0])]
 
 
+def fallback(verdict: scheme.Assessment):
+    """The op that computes a product the emulation does not take: where its
+    lines need more bits than the moduli can carry (a wide exponent range),
+    ``tile_threads``, plain float32 FMAs, whose error is float32 SGEMM's
+    whatever the range (3xTF32 is not: its split leaves the small parts of
+    such lines' entries in TF32, measured 8.6e-8 against SGEMM's 2.7e-8 on
+    rows of 1e30 next to 1e-30); otherwise ``matmul``."""
+    from .. import ops
+
+    return ops.tile_threads if verdict.bits > 0 and verdict.moduli is None and (
+        verdict.wide or "bits a side" in verdict.reason) else ops.matmul
+
+
 def _numpy_product(a: mx.array, b: mx.array, verdict: scheme.Assessment) -> mx.array:
     """The CPU path: the numpy reference, with non-finite lines' outputs in float32."""
     an, bn = np.array(a), np.array(b)
@@ -144,8 +157,6 @@ def int8_emulated(a: mx.array, b: mx.array, moduli: int | None = None, *, stream
     :func:`assess` gives a reason, ``matmul``. Not differentiable yet, and not
     inside ``mx.compile`` when ``moduli`` is None (the pre-pass reads back).
     """
-    from ..ops import matmul  # the fallback: float32-accurate 3xTF32 on CUDA
-
     stream = device.canonical(stream)
     dtype = mx.result_type(a, b)
     p, a3, b3 = _as_2d_products(a, b, stream)
@@ -154,7 +165,7 @@ def int8_emulated(a: mx.array, b: mx.array, moduli: int | None = None, *, stream
     for i in range(a3.shape[0]):
         verdict, operands = _decide(a3[i], b3[i], moduli, path, stream)
         if verdict.reason is not None:
-            results.append(matmul(a3[i], b3[i], stream=stream))
+            results.append(fallback(verdict)(a3[i], b3[i], stream=stream))
         elif path == "numpy":
             results.append(_numpy_product(a3[i], b3[i], verdict))
         else:

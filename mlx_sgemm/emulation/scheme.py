@@ -226,7 +226,7 @@ def reconstruct(products: np.ndarray) -> np.ndarray:
     for i in range(s):
         x_hi += c.weights_hi[i] * q[i]
         x_lo += c.weights_lo[i] * q[i]
-    quotient = np.rint((x_hi + x_lo) / float(c.product))
+    quotient = np.rint((x_hi + x_lo) * c.product_inverse)
     return (x_hi - quotient * c.product_hi) + (x_lo - quotient * c.product_lo)
 
 

@@ -40,18 +40,28 @@ struct ResidueTile {
   static constexpr uint64_t LAYOUT = 1; // descriptor layout type: 128-byte swizzle
 };
 
-// x mod p in the symmetric range int8 holds: [-(p-1)/2, (p-1)/2] for odd p,
-// [-128, 127] for 256. x is an integer held exactly in a float (a float32
-// scaled by a power of two and truncated keeps at most 24 significant bits).
-// A step x - p * rint(x / p) is exact (an fma whose integer result is below
-// 2^24) and leaves at most p/2 + 2^-23 |x| (the quotient's rounding): one step
-// serves |x| < 2^24, two |x| < 2^46, three beyond. The compares then move a
-// remainder that lies one p outside the range back in.
-__device__ inline int symmetric_residue(float x, float p, float inverse_p, int steps) {
-  for (int i = 0; i < steps; ++i) x = fmaf(-rintf(x * inverse_p), p, x);
-  const float high = p == 256.0f ? 127.0f : (p - 1.0f) * 0.5f;
-  if (x > high) x -= p;
-  if (x < -high - (p == 256.0f ? 1.0f : 0.0f)) x += p;
+// One modulus as the residue arithmetic uses it: p, 1/p, and the ends of the
+// symmetric range int8 holds: [-(p-1)/2, (p-1)/2] for odd p, [-128, 127] for
+// 256. Made once per modulus, outside the loops over values.
+struct Modulus {
+  float p, inverse, high, low;
+};
+__device__ inline Modulus make_modulus(int p) {
+  const float high = p == 256 ? 127.0f : 0.5f * (p - 1);
+  return {static_cast<float>(p), 1.0f / static_cast<float>(p), high, p == 256 ? -128.0f : -high};
+}
+
+// x mod p in the symmetric range. x is an integer held exactly in a float (a
+// float32 scaled by a power of two and truncated keeps at most 24 significant
+// bits). A step x - p * rint(x / p) leaves at most p/2 + 2^-23 |x| (the
+// quotient's rounding), and is exact (an fma) while that is below 2^24: one
+// step serves |x| < 2^29 (it leaves less than p/2 + 64, within one p of the
+// range), two |x| < 2^46 (the first leaves less than 2^24); the compares then
+// move a remainder one p outside the range back in.
+__device__ inline int symmetric_residue(float x, const Modulus& m, int steps) {
+  for (int i = 0; i < steps; ++i) x = fmaf(-rintf(x * m.inverse), m.p, x);
+  if (x > m.high) x -= m.p;
+  if (x < m.low) x += m.p;
   return static_cast<int>(x);
 }
 
