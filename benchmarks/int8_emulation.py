@@ -8,8 +8,10 @@ For square products: ``mx.matmul`` in float32 (cuBLAS SGEMM, MLX_ENABLE_TF32=0),
 pre-pass choosing, timed in alternating rounds; then each phase alone on
 evaluated inputs (residues of A and B, the products, the CRT) and the INT8
 products' rate (2 s M N K / time, padded tiles) against the INT8 ceilings.
-The old mma.sync residue GEMM (int32 out) at s = 8 for comparison. Error is
-normwise against float64 on sampled rows. Needs a Hopper GPU.
+The mma.sync residue GEMM (int32 out) at s = 8 for comparison. Error is
+normwise against float64 on sampled rows. ``--accuracy``: instead, the
+accuracy table (normal inputs, GEMMul8's hard inputs, 1e30 next to 1e-30; K =
+31, 4096, 65536) against cuBLAS SGEMM's. Needs a Hopper GPU.
 """
 
 from __future__ import annotations
@@ -21,13 +23,56 @@ import os
 os.environ.setdefault("MLX_ENABLE_TF32", "0")
 
 import mlx.core as mx  # noqa: E402
+import numpy as np  # noqa: E402
 
 import mlx_sgemm  # noqa: E402
 from mlx_sgemm.bench import accuracy, timing  # noqa: E402
 from mlx_sgemm.bench.measure import sampled_error  # noqa: E402
 from mlx_sgemm.build import specs  # noqa: E402
 from mlx_sgemm.dispatch import device  # noqa: E402
-from mlx_sgemm.emulation import gpu, moduli, op, residue_gemm  # noqa: E402
+from mlx_sgemm.emulation import gpu, moduli, op, residue_gemm, scheme  # noqa: E402
+
+
+def hard_inputs(kind: str, m: int, n: int, k: int, rng: np.random.Generator):
+    """The accuracy table's inputs: normal, GEMMul8's (rand - 0.5) exp(phi randn),
+    and rows of 1e30 next to 1e-30."""
+    if kind.startswith("phi"):
+        phi = float(kind[3:])
+        draw = lambda shape: ((rng.random(shape) - 0.5) * np.exp(phi * rng.standard_normal(shape)))  # noqa: E731
+        return draw((m, k)).astype(np.float32), draw((k, n)).astype(np.float32)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    if kind == "1e30 next to 1e-30":
+        a[::3, ::2] *= np.float32(1e30)
+        a[1::3, 1::2] *= np.float32(1e-30)
+        b[::2, ::5] *= np.float32(1e-30)
+    return a, b
+
+
+def accuracy_table(path: str | None) -> None:
+    """int8_emulated's errors (normwise, worst componentwise) next to cuBLAS
+    SGEMM's on the same inputs, 512 x 512 products, and what the op chose."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for k in (31, 4096, 65536):
+        for kind in ("normal", "phi0.5", "phi1", "phi2", "phi4", "1e30 next to 1e-30"):
+            a, b = hard_inputs(kind, 512, 512, k, rng)
+            x, y = mx.array(a), mx.array(b)
+            verdict = op.assess(x, y)[0]
+            ours = scheme.errors(np.array(mlx_sgemm.int8_emulated(x, y)), a, b)
+            cublas = scheme.errors(np.array(mx.matmul(x, y)), a, b)
+            row = dict(device=device.name(), K=k, inputs=kind, moduli=verdict.moduli or "",
+                       bits=verdict.bits, computed_by="int8_emulated" if verdict.reason is None
+                       else op.fallback(verdict).__name__,
+                       normwise=f"{ours[0]:.2e}", cublas_normwise=f"{cublas[0]:.2e}",
+                       componentwise=f"{ours[1]:.2e}", cublas_componentwise=f"{cublas[1]:.2e}")
+            rows.append(row)
+            print(" | ".join(str(v) for v in row.values()), flush=True)
+    if path:
+        with open(path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
 
 
 def main() -> None:
@@ -35,13 +80,18 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--csv", default=None)
+    parser.add_argument("--accuracy-csv", default=None, help="the accuracy table's CSV (run with --accuracy)")
+    parser.add_argument("--accuracy", action="store_true", help="the accuracy table instead of the timings")
     args = parser.parse_args()
+    if args.accuracy:
+        accuracy_table(args.accuracy_csv)
+        return
     rows = []
 
     def record(size, kernel, seconds, error="", s="", note="", flops=None):
         flops = flops if flops is not None else 2.0 * size**3
-        row = dict(device=device.name(), M=size, N=size, K=size, kernel=kernel, moduli=s,
-                   us=round(seconds * 1e6, 1), tflops=round(flops / seconds / 1e12, 1),
+        row = dict(device=device.name(), kernel=kernel, precision="float32", M=size, N=size, K=size,
+                   moduli=s, us=round(seconds * 1e6, 1), gflops=round(flops / seconds / 1e9, 1),
                    x_cublas_sgemm="", error=error, note=note)
         rows.append(row)
         return row
@@ -93,7 +143,7 @@ def main() -> None:
             note = ""
             if "products" in name or "mma.sync" in name:
                 flops = gpu.int8_ops(size, size, size, s)
-                note = "tflops = INT8 TOPS of the products"
+                note = "gflops: INT8 GOPS of the products"
             record(size, name, seconds, s=s, note=note, flops=flops)
         for row in rows[first:]:
             print(" | ".join(str(v) for v in row.values()), flush=True)
