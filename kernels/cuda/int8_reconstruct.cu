@@ -11,7 +11,8 @@
 // the numpy reference's, bit for bit.
 // An output whose row of A or column of B holds an Inf or NaN
 // (sgemm::NON_FINITE_LINE) is recomputed as a float32 dot product of a and
-// bt, so that Inf and NaN land where mx.matmul puts them.
+// bt (views with any strides), so that Inf and NaN land where mx.matmul puts
+// them.
 //
 // One thread, COLUMNS = 8 consecutive outputs of a row: 8 bytes of each
 // residue matrix (rows Np bytes apart, Np a multiple of 256).
@@ -49,7 +50,9 @@ for (int e = 0; e < COLUMNS; ++e) {
   const int col_shift = b_shift[col];
   if (row_shift == sgemm::NON_FINITE_LINE || col_shift == sgemm::NON_FINITE_LINE) {
     float v = 0.0f;
-    for (int k = 0; k < K; ++k) v = fmaf(a[static_cast<int64_t>(row) * K + k], bt[static_cast<int64_t>(col) * K + k], v);
+    for (int k = 0; k < K; ++k) {
+      v = fmaf(a[row * a_strides[0] + k * a_strides[1]], bt[col * bt_strides[0] + k * bt_strides[1]], v);
+    }
     out[e] = v;
     continue;
   }

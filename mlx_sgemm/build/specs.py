@@ -236,8 +236,8 @@ RESIDUE_TILE_M, RESIDUE_TILE_N = 128, 256  # lines per residue tile: the product
 
 
 def cuda_int8_line_stats() -> KernelSpec:
-    """Each line's largest, total and smallest nonzero magnitude, one warp a
-    line (kernels/cuda/int8_line_stats.cu)."""
+    """Each line's largest, total and smallest nonzero magnitude and its
+    norm exponent, 8 lines a block, any strides (kernels/cuda/int8_line_stats.cu)."""
     return KernelSpec(
         "int8_line_stats", "cuda", "int8_line_stats.cu", (256, 1, 1), 8, 1,
         inputs=("x", "params"), outputs=("stats",),

@@ -1,9 +1,11 @@
 """The INT8 emulation on a Hopper GPU: Ozaki scheme II in three kernels.
 
-1. :func:`line_shifts` (MLX reductions) and :func:`residues`
-   (kernels/cuda/int8_residues.cu): each row of A and each row of B^T (column
-   of B) scaled by its power of two, truncated, reduced modulo each of the s
-   moduli, written as int8 tiles in the layout the products copy in one piece.
+1. :func:`line_stats` (kernels/cuda/int8_line_stats.cu), :func:`line_shifts`
+   and :func:`residues` (kernels/cuda/int8_residues.cu): each row of A and
+   each row of B^T (column of B; both read in place, any strides) scaled by
+   its power of two to a 2-norm of at most 2^bits, truncated, reduced modulo
+   each of the s moduli, written as int8 tiles in the layout the products copy
+   in one piece.
 2. :func:`products` (kernels/cuda/int8_products.cu): per modulus, the INT8
    wgmma product of the residues, reduced modulo p_i in the epilogue: s bytes
    an output reach memory, not s int32s.
@@ -54,39 +56,36 @@ def _launch(spec, inputs, shape, dtype, threads, stream):
 
 
 def line_stats(x: mx.array, stream=None) -> mx.array:
-    """float32 [3, lines] for the rows of x (lines x K, rows K apart): largest
+    """float32 [4, lines] for the rows of x (lines x K, any strides): largest
     magnitude (NaN or inf where the row holds one), sum of magnitudes, smallest
-    nonzero magnitude (inf if none): scheme.line_extremes in one pass
-    (kernels/cuda/int8_line_stats.cu)."""
+    nonzero magnitude (inf if none), norm exponent: scheme.line_extremes in one
+    pass (kernels/cuda/int8_line_stats.cu)."""
     lines, k = x.shape
-    return _launch(specs.cuda_int8_line_stats(), [x, _int32([lines, k])], (3, lines), mx.float32,
+    return _launch(specs.cuda_int8_line_stats(), [x, _int32([lines, k])], (4, lines), mx.float32,
                    32 * lines, stream)
 
 
-def line_shifts(top: mx.array, bits: int, stream=None) -> mx.array:
-    """int32 per line from its largest magnitude ``top``: the shift 2^shift
-    that puts it in [2^(bits-1), 2^bits) (scheme._line_exponent), 0 for a line
-    of zeros, NON_FINITE_LINE for a line holding Inf or NaN. The exponent is
-    read from the float32's bits (exact where log2 would round); a subnormal
-    maximum is first scaled by 2^64."""
-    field = (top.view(mx.int32) >> 23) & 255
-    subnormal = field == 0
-    normalized = mx.where(subnormal, top * float(2**64), top, stream=stream)
-    exponent = ((normalized.view(mx.int32) >> 23) & 255) - 127 - mx.where(subnormal, 64, 0, stream=stream)
-    shift = mx.where(top == 0, 0, bits - 1 - exponent, stream=stream)
-    return mx.where(field == 255, NON_FINITE_LINE, shift, stream=stream).astype(mx.int32, stream=stream)
+def line_shifts(stats: mx.array, bits: int, stream=None) -> mx.array:
+    """int32 per line: the shift that brings its 2-norm to at most 2^bits
+    (scheme.line_shifts, from the norm exponent), NON_FINITE_LINE for a line
+    holding Inf or NaN."""
+    shift = (bits - stats[3]).astype(mx.int32, stream=stream)
+    return mx.where(mx.isfinite(stats[0], stream=stream), shift, NON_FINITE_LINE, stream=stream)
+
+
+RESIDUE_BLOCK_LINES = 64  # lines a block of int8_residues.cu covers
 
 
 def residues(x: mx.array, shift: mx.array, s: int, bits: int, lines_per_tile: int, stream=None) -> mx.array:
-    """int8 residues of x's rows for the first s moduli, in swizzled tiles of
-    ``lines_per_tile`` rows (sgemm/int8_tiles.cuh), flat."""
+    """int8 residues of x's rows (lines x K, any strides) for the first s
+    moduli, in swizzled tiles of ``lines_per_tile`` rows (sgemm/int8_tiles.cuh), flat."""
     lines, k = x.shape
     tiles, k_tiles = -(-lines // lines_per_tile), max(1, -(-k // K_TILE))
     params = _int32([lines, k, lines_per_tile, tiles, k_tiles, s, reduction_steps(bits),
                      *_moduli.MODULI[:s]])
     size = s * tiles * lines_per_tile * k_tiles * K_TILE
-    return _launch(specs.cuda_int8_residues(), [x, shift, params], (size,), mx.int8,
-                   tiles * lines_per_tile * k_tiles * (K_TILE // 16), stream)
+    blocks = tiles * lines_per_tile // RESIDUE_BLOCK_LINES * k_tiles
+    return _launch(specs.cuda_int8_residues(), [x, shift, params], (size,), mx.int8, blocks * 256, stream)
 
 
 def products(ra: mx.array, rb: mx.array, m: int, n: int, k: int, s: int, stream=None) -> mx.array:
@@ -120,12 +119,12 @@ def reconstruct(q: mx.array, a_shift: mx.array, b_shift: mx.array, a: mx.array, 
 
 
 class Operands:
-    """A product's operands as the kernels read them: A and B^T row-contiguous
-    float32 and their lines' statistics (line_stats), made once per call."""
+    """A product's operands as the kernels read them, A (M x K) and B^T (N x K)
+    as views (no copies: the kernels take any strides), and their lines'
+    statistics (line_stats), made once per call."""
 
     def __init__(self, a: mx.array, b: mx.array, stream=None):
-        self.a = mx.contiguous(a, stream=stream)
-        self.bt = mx.contiguous(b.T, stream=stream)
+        self.a, self.bt = a, b.T
         self.a_stats, self.b_stats = line_stats(self.a, stream), line_stats(self.bt, stream)
 
     def lines(self):
@@ -133,23 +132,24 @@ class Operands:
         the host (the pre-pass's one synchronization)."""
         out = []
         for stats, x in ((self.a_stats, self.a), (self.b_stats, self.bt)):
-            top, total, low = np.array(stats)
+            top, total, low, norm_exp = np.array(stats)
             finite = np.isfinite(top)
-            out.append(scheme.line_exponents(top[finite], total[finite], low[finite], x.shape[1]))
+            out.append(scheme.line_exponents(top[finite], total[finite], low[finite], norm_exp[finite], x.shape[1]))
         return out
 
 
 def emulated(a: mx.array, b: mx.array, s: int, bits: int, stream=None,
              operands: Operands | None = None) -> mx.array:
-    """float32 a @ b (2-D float32) by the scheme with s moduli keeping ``bits``
-    bits a side (``operands``: a and b as the pre-pass prepared them)."""
+    """float32 a @ b (2-D float32) by the scheme with s moduli, each line of A
+    and of B^T scaled to a 2-norm of at most 2^bits (``operands``: a and b as
+    the pre-pass prepared them)."""
     m, k = a.shape
     n = b.shape[1]
     _moduli.check_k(k)
     if min(m, n, k) == 0:
         return mx.zeros((m, n), dtype=mx.float32, stream=stream)
     x = operands or Operands(a, b, stream)
-    a_shift, b_shift = line_shifts(x.a_stats[0], bits, stream), line_shifts(x.b_stats[0], bits, stream)
+    a_shift, b_shift = line_shifts(x.a_stats, bits, stream), line_shifts(x.b_stats, bits, stream)
     ra = residues(x.a, a_shift, s, bits, specs.RESIDUE_TILE_M, stream)
     rb = residues(x.bt, b_shift, s, bits, specs.RESIDUE_TILE_N, stream)
     q = products(ra, rb, m, n, k, s, stream)

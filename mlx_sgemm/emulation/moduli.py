@@ -19,16 +19,16 @@ Why these bounds
   split into stretches of at most that length (or the product falls back).
 * The CRT recovers C'. Residues modulo p_1..p_s determine an integer modulo
   P = p_1 * ... * p_s; read in the symmetric range (-P/2, P/2) they give C'
-  itself when |C'_ij| < P/2. If every row of A' and column of B' is scaled so
-  that |A'_ik| < 2^ka and |B'_kj| < 2^kb, then |C'_ij| < K * 2^(ka + kb), so
-  K * 2^(ka + kb) <= P / 2 suffices.
-* Bits kept. The scaling puts each row's (column's) largest entry in
-  [2^(ka-1), 2^ka), so that entry keeps ka significant bits (smaller ones
-  fewer; mlx_sgemm.emulation.scheme's pre-pass says when that matters). With
-  ka = kb = bits, the condition reads 2 * K * 4^bits <= P: :func:`moduli_for`
-  returns the least s whose P satisfies it; :func:`bits_for` the converse.
-  (GEMMul8 bounds |C'| more tightly, from the norms of A's rows and B's columns,
-  which keeps a few more bits for the same s.)
+  itself when |C'_ij| < P/2. Each row of A' and column of B' is scaled so that
+  its 2-norm is at most 2^t (GEMMul8 bounds C' by the lines' norms too); then
+  |C'_ij| <= ||A'_i|| ||B'_j|| <= 2^(2t) by Cauchy-Schwarz, and 2^(2t+1) <= P
+  suffices, whatever K. :func:`bits_for` gives the largest such t for s
+  moduli, :func:`moduli_for` the least s for a t. (A bound by the largest
+  entries, K 2^(2t), would give up log2(K) / 2 bits a side.)
+* Bits kept. An entry x of a line of 2-norm ||x|| keeps about
+  t - log2(||x|| / |x|) significant bits: a line's typical entry about
+  t - log2(sqrt(K) rms / mean); mlx_sgemm.emulation.scheme's pre-pass counts
+  them.
 
 The moduli
 ----------
@@ -121,22 +121,19 @@ def check_k(k: int) -> None:
 
 
 def bits_for(k: int, s: int) -> int:
-    """Significant bits each scaled row of A and column of B may keep with
-    ``s`` moduli at inner dimension ``k``: the largest b with 2 K 4^b <= P."""
+    """The 2-norm bound, in bits, that each scaled row of A and column of B
+    may have with ``s`` moduli: the largest t with 2^(2t+1) <= P. ``k`` is
+    checked against the int32 bound (the bound itself does not depend on it)."""
     if k < 1:
         raise ValueError(f"k must be positive, got {k}")
     check_k(k)
-    product = crt(s).product
-    bits = 0
-    while 2 * k * 4 ** (bits + 1) <= product:
-        bits += 1
-    return bits
+    return (crt(s).product.bit_length() - 2) // 2
 
 
 def moduli_for(k: int, bits: int) -> int:
-    """How many moduli keep ``bits`` significant bits of each scaled row of A
-    and column of B at inner dimension ``k`` (the least s with 2 K 4^bits <= P).
-    Raises when K is past the int32 bound (split K) or no s in the table suffices."""
+    """How many moduli allow scaled lines of 2-norm up to 2^bits (the least s
+    with 2^(2 bits + 1) <= P). Raises when K is past the int32 bound (split K)
+    or no s in the table suffices."""
     if bits < 1:
         raise ValueError(f"bits must be positive, got {bits}")
     for s in range(1, len(MODULI) + 1):

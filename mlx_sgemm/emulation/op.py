@@ -2,17 +2,17 @@
 INT8 tensor cores by Ozaki scheme II (Ozaki, Uchino, Imamura, arXiv
 2504.08009; GEMMul8), and :func:`assess`, which says what it will do.
 
-How many moduli: by default a pre-pass reads each row of A's and column of B's
-largest, total and smallest magnitudes (MLX reductions, read back to the host:
-the one synchronization of the op) and keeps :func:`target_bits` significant bits of every line's typical entry
-plus the bits its mass lies below its largest entry
-(:func:`target_bits`, :func:`mlx_sgemm.emulation.scheme.decide`); a line whose nonzero entries span
-more than that gets the bits to keep them all, and the moduli follow
-(:func:`mlx_sgemm.emulation.moduli.moduli_for`). Where that is more than the
-path carries, K is past the int32 bound, or the GPU cannot run it, the product
-goes to another kernel instead (:func:`fallback`), and :func:`assess` says
-why. ``moduli=s`` skips the pre-pass (no synchronization) and uses s
-moduli with the bits they carry at this K.
+How many moduli: by default a pre-pass reads each row of A and column of B
+(one kernel: largest, total and smallest magnitudes and the 2-norm; read back
+to the host, the one synchronization of the op) and asks that every line's
+typical entry keep :func:`~mlx_sgemm.emulation.scheme.default_target_bits`
+bits once the line is scaled to its 2-norm bound, and that its smallest
+nonzero entry stay nonzero (:func:`mlx_sgemm.emulation.scheme.decide`); the
+moduli follow (:func:`mlx_sgemm.emulation.moduli.moduli_for`). Where that is
+more than the path carries, K is past the int32 bound, or the GPU cannot run
+it, the product goes to another kernel instead (:func:`fallback`), and
+:func:`assess` says why. ``moduli=s`` skips the pre-pass (no
+synchronization) and uses s moduli with the bits they carry.
 
 Rows of A and columns of B that hold Inf or NaN do not stop the emulation:
 the outputs they touch are computed in float32, so Inf and NaN land where
@@ -21,7 +21,6 @@ the outputs they touch are computed in float32, so Inf and NaN land where
 
 from __future__ import annotations
 
-import math
 
 import mlx.core as mx
 import numpy as np
@@ -37,20 +36,6 @@ def _path(stream) -> str:
     if backend == "cuda":
         return "wgmma" if device.has_wgmma() else "fallback"
     return "numpy" if backend == device.CPU_FALLBACK else "fallback"
-
-
-def target_bits(k: int) -> int:
-    """Bits kept of each line's typical entry (scheme.decide adds the bits its
-    mass lies below its largest entry) so that the normwise error stays below
-    float32 SGEMM's, which the contract asks to match. float32's error grows
-    with K (a sum of K roundings), the scheme's does not (one truncation an
-    entry): 25 bits at K = 1, one fewer for each factor of 8 in K, so 21 at
-    K = 4096. Measured against float64 (H100, normal inputs): 4096^3 and
-    8192^3 with 8 moduli 2.5e-9 and 4.9e-9 against cuBLAS SGEMM's 2.8e-8, with
-    7 moduli 5.9e-8 and 9.5e-8 (docs/performance-log.md, "INT8 emulation:
-    the first measurements"); K = 31 with 24 bits 4.1e-8 against 2.9e-8.
-    GEMMul8's hard inputs are in the GPU tests."""
-    return 25 - math.ceil(math.log2(max(k, 1)) / 3)
 
 
 def _fixed(k: int, moduli: int) -> scheme.Assessment:
@@ -74,13 +59,13 @@ def _decide(a: mx.array, b: mx.array, moduli: int | None, path: str, stream):
     if moduli is not None:
         verdict = _fixed(k, moduli)
     elif operands is not None:
-        verdict = scheme.decide(k, *operands.lines(), target_bits(k), max_bits=gpu.MAX_BITS)
+        verdict = scheme.decide(k, *operands.lines(), max_bits=gpu.MAX_BITS)
     else:
-        an, bn = np.array(a), np.array(b)
-        lines = [scheme.line_exponents(*(v[f] for v in scheme.line_extremes(x, axis)), x.shape[axis])
-                 for x, axis in ((an, 1), (bn, 0))
-                 for f in [np.isfinite(x).all(axis=axis)]]
-        verdict = scheme.decide(k, *lines, target_bits(k), max_bits=gpu.MAX_BITS)
+        lines = []
+        for x, axis in ((np.array(a), 1), (np.array(b), 0)):
+            finite = np.isfinite(x).all(axis=axis)
+            lines.append(scheme.line_exponents(*(v[finite] for v in scheme.line_extremes(x, axis)), x.shape[axis]))
+        verdict = scheme.decide(k, *lines, max_bits=gpu.MAX_BITS)
     if verdict.reason is None and path == "fallback":
         verdict = scheme.Assessment(**{**verdict.__dict__, "moduli": None, "reason": (
             "the INT8 emulation runs on Hopper GPUs (wgmma) and on the CPU; this device has neither")})

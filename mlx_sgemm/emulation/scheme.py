@@ -27,9 +27,18 @@ import numpy as np
 
 from . import moduli as _moduli
 
-# Significant bits a side that the float32 contract asks for by default: a
-# float32 significand.
-FLOAT32_BITS = 24
+def default_target_bits(k: int) -> int:
+    """Bits of each line's typical entry to keep (scheme.decide adds how far
+    below its line's 2-norm bound that entry lies) so that the normwise error
+    stays below float32 SGEMM's, which the contract asks to match. float32's
+    error grows with K (a sum of K roundings), the scheme's does not (one
+    truncation an entry): round(23 - log2(K) / 3), so 23 at K = 1, 21 at K =
+    31, 19 at K = 4096 and 8192. Measured against float64 on normal inputs
+    (numpy reference): 7 moduli at K = 4096 / 8192 1.6e-8 / 1.5e-8 against
+    cuBLAS SGEMM's 2.8e-8 (H100); GEMMul8's hard inputs, which take more
+    moduli, are in the GPU tests (docs/performance-log.md, "INT8 emulation
+    on Hopper")."""
+    return round(23 - math.log2(max(k, 1)) / 3)
 
 
 @dataclass(frozen=True)
@@ -63,36 +72,53 @@ class Assessment:
         return self.reason is None
 
 
-def line_extremes(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each row (axis=1) or column (axis=0) of x: its largest magnitude,
-    the sum of its magnitudes and its smallest nonzero magnitude (inf for an
-    all-zero line), in float64. (The GPU path reads the same three from its
-    operands with MLX reductions: mlx_sgemm/emulation/gpu.py.)"""
-    mag = np.abs(x.astype(np.float64))
-    return mag.max(axis=axis), mag.sum(axis=axis), np.where(mag > 0, mag, np.inf).min(axis=axis)
+# The scaling's margin on a line's 2-norm, so that a norm summed in another
+# order (the GPU's) or rounded low still bounds the line: 2^-20 relative.
+NORM_MARGIN = 1.0 + 2.0**-20
 
 
-def line_exponents(top_val: np.ndarray, total: np.ndarray, low_val: np.ndarray, k: int,
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """From :func:`line_extremes`: each line's top exponent (floor(log2) of its
-    largest magnitude, 0 for an all-zero line), its lost bits
-    (ceil(log2(K * 2^top / sum |x|)), 0 for an all-zero line) and the exponent
-    span of its nonzero entries."""
-    top_val, total, low_val = (np.asarray(v, np.float64) for v in (top_val, total, low_val))
+def ceil_log2(y: np.ndarray) -> np.ndarray:
+    """ceil(log2(y)) of positive float64 values, exactly (frexp: y = m 2^e, m
+    in [0.5, 1))."""
+    m, e = np.frexp(y)
+    return np.where(m == 0.5, e - 1, e).astype(np.int64)
+
+
+def line_extremes(x: np.ndarray, axis: int) -> tuple[np.ndarray, ...]:
+    """For each row (axis=1) or column (axis=0) of x, in float64: its largest
+    magnitude, the sum of its magnitudes, its smallest nonzero magnitude (inf
+    for an all-zero line), and its norm exponent ceil(log2(||x||_2 *
+    NORM_MARGIN)) (0 for an all-zero line). The GPU path reads the same four
+    with one kernel (kernels/cuda/int8_line_stats.cu)."""
+    x64 = x.astype(np.float64)
+    mag = np.abs(x64)
+    norm = np.sqrt((x64 * x64).sum(axis=axis)) * NORM_MARGIN
+    norm_exp = np.where(norm > 0, ceil_log2(np.where(norm > 0, norm, 1.0)), 0)
+    return (mag.max(axis=axis), mag.sum(axis=axis), np.where(mag > 0, mag, np.inf).min(axis=axis),
+            norm_exp.astype(np.float64))
+
+
+def line_exponents(top_val: np.ndarray, total: np.ndarray, low_val: np.ndarray, norm_exp: np.ndarray,
+                   k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """From :func:`line_extremes`: each line's norm exponent, its lost bits
+    (how far below its norm bound its typical entry lies: ceil(norm_exp -
+    log2(sum |x| / K)), 0 for an all-zero line) and its span (norm_exp -
+    floor(log2) of its smallest nonzero magnitude: the bits that entry needs
+    to stay nonzero)."""
+    top_val, total, low_val, norm_exp = (np.asarray(v, np.float64) for v in (top_val, total, low_val, norm_exp))
     zero = ~(top_val > 0)
-    top = np.where(zero, 0, np.frexp(np.where(zero, 1.0, top_val))[1] - 1)
-    with np.errstate(divide="ignore", over="ignore"):
-        ratio = k * np.ldexp(1.0, top) / np.where(zero | ~(total > 0), 1.0, total)
-        lost = np.where(zero, 0, np.ceil(np.log2(ratio)))
-    low = np.where(zero | ~np.isfinite(low_val), top, np.frexp(np.where(zero, 1.0, low_val))[1] - 1)
-    return top.astype(np.int64), np.maximum(lost, 0).astype(np.int64), (top - low).astype(np.int64)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        lost = np.where(zero | ~(total > 0), 0, np.ceil(norm_exp - np.log2(np.where(zero, 1.0, total) / k)))
+        low = np.frexp(np.where(zero | ~np.isfinite(low_val), 1.0, low_val))[1] - 1
+    span = np.where(zero | ~np.isfinite(low_val), 0, norm_exp - low)
+    return norm_exp.astype(np.int64), np.maximum(lost, 0).astype(np.int64), np.maximum(span, 0).astype(np.int64)
 
 
 def _exponents(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return line_exponents(*line_extremes(x, axis), x.shape[axis])
 
 
-def assess(a: np.ndarray, b: np.ndarray, target_bits: int = FLOAT32_BITS,
+def assess(a: np.ndarray, b: np.ndarray, target_bits: int | None = None,
            max_moduli: int = len(_moduli.MODULI)) -> Assessment:
     """The pre-pass: read each row's and column's exponent range and choose
     the bits a side and the moduli, or say why the product should fall back.
@@ -113,13 +139,15 @@ def assess(a: np.ndarray, b: np.ndarray, target_bits: int = FLOAT32_BITS,
     return decide(k, _exponents(a, 1), _exponents(b, 0), target_bits, max_moduli)
 
 
-def decide(k: int, a_lines, b_lines, target_bits: int = FLOAT32_BITS,
+def decide(k: int, a_lines, b_lines, target_bits: int | None = None,
            max_moduli: int = len(_moduli.MODULI), max_bits: int | None = None) -> Assessment:
     """:func:`assess`'s choice from each operand's :func:`line_exponents`
     (A's rows, B's columns; finite lines only). ``max_bits``: the most bits a
     side the caller can carry (the GPU path's residue steps); more is a reason
     to fall back."""
     fields = dict(k=k, a_lost_bits=0, b_lost_bits=0, a_span=0, b_span=0, wide=None)
+    if target_bits is None:
+        target_bits = default_target_bits(k)
     if k > _moduli.INT32_EXACT_K:
         return Assessment(bits=0, moduli=None, reason=(
             f"K={k} is past the int32-exactness bound of the INT8 products "
@@ -157,7 +185,7 @@ def decide(k: int, a_lines, b_lines, target_bits: int = FLOAT32_BITS,
 
 @dataclass(frozen=True)
 class Scaled:
-    """A' (M x K) and B' (K x N) as int64, and their exponents: A' = trunc(A * 2^e)."""
+    """A' (M x K) and B' (K x N) as int64, and their shifts: A' = trunc(A * 2^e)."""
 
     a: np.ndarray
     b: np.ndarray
@@ -165,20 +193,18 @@ class Scaled:
     f: np.ndarray  # per column of B
 
 
-def _line_exponent(x: np.ndarray, axis: int, bits: int) -> np.ndarray:
-    """The power of two putting each line's largest entry in [2^(bits-1), 2^bits)."""
-    top_val = np.abs(x.astype(np.float64)).max(axis=axis)
-    zero = top_val == 0
-    top = np.frexp(np.where(zero, 1.0, top_val))[1] - 1
-    return np.where(zero, 0, bits - 1 - top).astype(np.int64)
+def line_shifts(norm_exp: np.ndarray, bits: int) -> np.ndarray:
+    """The power of two that brings each line's 2-norm to at most 2^bits (a
+    line of zeros: 0)."""
+    return (bits - norm_exp).astype(np.int64)
 
 
 def scale(a: np.ndarray, b: np.ndarray, bits: int) -> Scaled:
-    """A' = trunc(A * 2^e_i) with |A'| < 2^bits, B' = trunc(B * 2^f_j) likewise."""
+    """A' = trunc(A * 2^e_i) with ||A'_i||_2 <= 2^bits, B' = trunc(B * 2^f_j) likewise."""
     if bits > 62:
         raise ValueError(f"bits must be at most 62 (int64 scaled operands), got {bits}")
-    e = _line_exponent(a, 1, bits)
-    f = _line_exponent(b, 0, bits)
+    e = line_shifts(line_extremes(a, 1)[3], bits)
+    f = line_shifts(line_extremes(b, 0)[3], bits)
     a_int = np.trunc(np.ldexp(a.astype(np.float64), e[:, None])).astype(np.int64)
     b_int = np.trunc(np.ldexp(b.astype(np.float64), f[None, :])).astype(np.int64)
     return Scaled(a_int, b_int, e, f)

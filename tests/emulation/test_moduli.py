@@ -65,14 +65,17 @@ def test_float64_reconstruction_recovers_every_extreme(s):
 def test_moduli_for_keeps_the_bits_and_no_more_moduli_than_needed(k):
     for bits in (8, 16, 24, 32):
         s = moduli.moduli_for(k, bits)
-        assert 2 * k * 4**bits <= moduli.crt(s).product
-        assert s == 1 or 2 * k * 4**bits > moduli.crt(s - 1).product
+        assert 2 ** (2 * bits + 1) <= moduli.crt(s).product
+        assert s == 1 or 2 ** (2 * bits + 1) > moduli.crt(s - 1).product
         assert moduli.bits_for(k, s) >= bits
 
 
-def test_moduli_for_float32_bits():
-    """24 bits a side: 7 moduli up to K = 31, 8 at K = 4096, 9 at K = 65536."""
-    assert [moduli.moduli_for(k, 24) for k in (1, 31, 4096, 65536)] == [7, 7, 8, 9]
+def test_norm_bits_per_moduli_count():
+    """A scaled line's 2-norm bound: 27 bits with 7 moduli, 31 with 8, whatever K
+    (Cauchy-Schwarz bounds |C'| by the norms, not by K)."""
+    assert [moduli.bits_for(k, 7) for k in (1, 31, 4096, 65536)] == [27] * 4
+    assert [moduli.bits_for(4096, s) for s in (6, 7, 8, 9)] == [23, 27, 31, 35]
+    assert moduli.moduli_for(4096, 27) == 7 and moduli.moduli_for(4096, 28) == 8
 
 
 def test_past_the_int32_bound_k_must_be_split():

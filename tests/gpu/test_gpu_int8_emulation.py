@@ -69,14 +69,15 @@ def test_pipeline_is_the_reference_bit_for_bit(m, n, k, s):
 
 @hopper
 def test_wgmma_products_at_the_int32_bound():
-    """Entries scaled to -128 and 128 (8 bits a side): residue products of
-    -128 x -128 mod 256 summed over the longest K the int32 accumulators hold,
-    compared with the reference."""
+    """Entries scaled to -128 (lines of 2-norm sqrt(K) < 2^9 brought to 2^16):
+    residue products of -128 x -128 mod 256 summed over the longest K the
+    int32 accumulators hold, compared with the reference."""
     k = moduli.INT32_EXACT_K
     a = np.full((3, k), -1.0, np.float32)
     b = np.full((k, 5), -1.0, np.float32)
-    got = np.array(gpu.emulated(mx.array(a), mx.array(b), 8, 8))
-    assert np.array_equal(got, scheme.emulate(a, b, moduli=8, bits=8)[0])
+    assert np.all(scheme.scale(a, b, 16).a == -128)
+    got = np.array(gpu.emulated(mx.array(a), mx.array(b), 8, 16))
+    assert np.array_equal(got, scheme.emulate(a, b, moduli=8, bits=16)[0])
 
 
 def _sgemm_error(a, b):
