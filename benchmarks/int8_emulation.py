@@ -128,10 +128,13 @@ def main() -> None:
         phases = {
             "phase: line statistics (A and B^T)": lambda: mx.concatenate([gpu.line_stats(a), gpu.line_stats(bt)], 1),
             "phase: pre-pass (statistics, read back, choice)": lambda: mx.array(op.assess(a, b)[0].moduli),
+            "phase: line shifts (from the statistics)": lambda: mx.concatenate(
+                [gpu.line_shifts(a_stats, bits), gpu.line_shifts(b_stats, bits)]),
             "phase: residues of A": lambda: gpu.residues(a, a_shift, s, bits, specs.RESIDUE_TILE_M),
             "phase: residues of B (read as B^T)": lambda: gpu.residues(bt, b_shift, s, bits, specs.RESIDUE_TILE_N),
             "phase: products (wgmma, mod p)": lambda: gpu.products(ra, rb, size, size, size, s),
             "phase: reconstruct (CRT)": lambda: gpu.reconstruct(q, a_shift, b_shift, a, bt, size, s),
+            "all phases, without the op's Python (gpu.emulated)": lambda: gpu.emulated(a, b, s, bits),
         }
         if size <= 4096:
             r8 = mx.random.randint(-128, 128, (s, size, size)).astype(mx.int8)

@@ -34,11 +34,13 @@ auto take = [&](float v) {
 if (line < lines) {
   const float* const row = x + line * line_stride;
   if (!across && k_stride == 1 && K % 4 == 0 && reinterpret_cast<uintptr_t>(row) % 16 == 0) {
+#pragma unroll 4  // several loads in flight, not one load's latency per step
     for (int k = 4 * part; k < K; k += 128) {
       const float4 v = *reinterpret_cast<const float4*>(row + k);
       take(v.x), take(v.y), take(v.z), take(v.w);
     }
   } else {
+#pragma unroll 4
     for (int k = part; k < K; k += 32) take(row[k * k_stride]);
   }
 }

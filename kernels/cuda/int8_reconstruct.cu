@@ -30,8 +30,18 @@ auto constant = [&](int i) { return __hiloint2double(constants[2 * i + 1], const
 double x_hi[COLUMNS], x_lo[COLUMNS];
 #pragma unroll
 for (int e = 0; e < COLUMNS; ++e) x_hi[e] = x_lo[e] = 0.0;
-for (int i = 0; i < s; ++i) {
-  const uint2 bytes = *reinterpret_cast<const uint2*>(residues + (static_cast<int64_t>(i) * M + row) * Np + col0);
+// Every residue matrix's 8 bytes loaded first (up to MAX_MODULI, the table's
+// size), so that their latencies overlap instead of adding up.
+constexpr int MAX_MODULI = 20;
+uint2 loaded[MAX_MODULI];
+#pragma unroll
+for (int i = 0; i < MAX_MODULI; ++i) {
+  if (i < s) loaded[i] = *reinterpret_cast<const uint2*>(residues + (static_cast<int64_t>(i) * M + row) * Np + col0);
+}
+#pragma unroll
+for (int i = 0; i < MAX_MODULI; ++i) {
+  if (i >= s) break;
+  const uint2 bytes = loaded[i];
   const double hi = constant(i), lo = constant(s + i);
 #pragma unroll
   for (int e = 0; e < COLUMNS; ++e) {

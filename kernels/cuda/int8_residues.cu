@@ -35,11 +35,16 @@ if (across) {
   __syncthreads();
 }
 
-// Chunk j of the block: line j % 64, chunk j / 64 of the k-tile when staged
-// (consecutive threads, consecutive lines: distinct banks); line j / 8, chunk
-// j % 8 otherwise (8 threads read a line's 512 contiguous bytes).
-for (int j = threadIdx.x; j < CHUNKS; j += blockDim.x) {
-  const int l = across ? j % LINES : j / 8, chunk = across ? j / LINES : j % 8;
+// A thread's two chunks: staged, line t % 64 and chunks 2 (t / 64) and the
+// next (consecutive threads read consecutive lines: distinct banks; each
+// thread's two 16-byte stores fill a 32-byte sector); otherwise chunk j = t
+// and t + 256 of the block, line j / 8, chunk j % 8 (8 threads read a line's
+// 512 contiguous bytes and write its 128-byte row).
+static_assert(CHUNKS == 2 * 256, "two chunks a thread");
+for (int pass = 0; pass < 2; ++pass) {
+  const int j = threadIdx.x + 256 * pass;
+  const int l = across ? threadIdx.x % LINES : j / 8;
+  const int chunk = across ? 2 * (threadIdx.x / LINES) + pass : j % 8;
   const int line = line0 + l, k0 = k_base + 16 * chunk;
   const int shift = line < lines ? shift_of_line[line] : 0;
   const bool live = line < lines && shift != sgemm::NON_FINITE_LINE;

@@ -19,6 +19,7 @@ Operands here are 2-D float32; :mod:`mlx_sgemm.emulation.op` does the rest.
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 
@@ -43,8 +44,15 @@ def reduction_steps(bits: int) -> int:
     return 1 if bits <= 29 else 2
 
 
+@functools.lru_cache(maxsize=256)
+def _int32_cached(values: tuple[int, ...]) -> mx.array:
+    return mx.array(values, dtype=mx.int32)
+
+
 def _int32(values) -> mx.array:
-    return mx.array(list(values), dtype=mx.int32)
+    """An int32 array of kernel parameters, made once per distinct tuple (an
+    array from a list is a host-to-device copy at every call)."""
+    return _int32_cached(tuple(int(v) for v in values))
 
 
 def _launch(spec, inputs, shape, dtype, threads, stream):

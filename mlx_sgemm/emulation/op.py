@@ -155,5 +155,8 @@ def int8_emulated(a: mx.array, b: mx.array, moduli: int | None = None, *, stream
             results.append(_numpy_product(a3[i], b3[i], verdict))
         else:
             results.append(gpu.emulated(a3[i], b3[i], verdict.moduli, verdict.bits, stream, operands))
-    c = mx.stack(results) if results else mx.zeros((0, p.M, p.N), dtype=mx.float32)
+    if len(results) == 1:  # no batch: no copy into a stack
+        c = results[0]
+    else:
+        c = mx.stack(results) if results else mx.zeros((0, p.M, p.N), dtype=mx.float32)
     return c.reshape(p.out_shape).astype(dtype, stream=stream)
