@@ -118,22 +118,19 @@ def main() -> None:
         bits = moduli.bits_for(size, s)
         bt = b.T  # a view: the kernels read B in place
         a_stats, b_stats = gpu.line_stats(a), gpu.line_stats(bt)
-        a_shift, b_shift = gpu.line_shifts(a_stats, bits), gpu.line_shifts(b_stats, bits)
-        mx.eval(a_shift, b_shift)
-        ra = gpu.residues(a, a_shift, s, bits, specs.RESIDUE_TILE_M)
-        rb = gpu.residues(bt, b_shift, s, bits, specs.RESIDUE_TILE_N)
+        mx.eval(a_stats, b_stats)
+        ra = gpu.residues(a, a_stats, s, bits, specs.RESIDUE_TILE_M)
+        rb = gpu.residues(bt, b_stats, s, bits, specs.RESIDUE_TILE_N)
         mx.eval(ra, rb)
         q = gpu.products(ra, rb, size, size, size, s)
         mx.eval(q)
         phases = {
             "phase: line statistics (A and B^T)": lambda: mx.concatenate([gpu.line_stats(a), gpu.line_stats(bt)], 1),
             "phase: pre-pass (statistics, read back, choice)": lambda: mx.array(op.assess(a, b)[0].moduli),
-            "phase: line shifts (from the statistics)": lambda: mx.concatenate(
-                [gpu.line_shifts(a_stats, bits), gpu.line_shifts(b_stats, bits)]),
-            "phase: residues of A": lambda: gpu.residues(a, a_shift, s, bits, specs.RESIDUE_TILE_M),
-            "phase: residues of B (read as B^T)": lambda: gpu.residues(bt, b_shift, s, bits, specs.RESIDUE_TILE_N),
+            "phase: residues of A": lambda: gpu.residues(a, a_stats, s, bits, specs.RESIDUE_TILE_M),
+            "phase: residues of B (read as B^T)": lambda: gpu.residues(bt, b_stats, s, bits, specs.RESIDUE_TILE_N),
             "phase: products (wgmma, mod p)": lambda: gpu.products(ra, rb, size, size, size, s),
-            "phase: reconstruct (CRT)": lambda: gpu.reconstruct(q, a_shift, b_shift, a, bt, size, s),
+            "phase: reconstruct (CRT)": lambda: gpu.reconstruct(q, a_stats, b_stats, a, bt, size, s, bits),
             "all phases, without the op's Python (gpu.emulated)": lambda: gpu.emulated(a, b, s, bits),
         }
         if size <= 4096:

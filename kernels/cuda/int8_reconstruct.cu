@@ -16,10 +16,11 @@
 //
 // One thread, COLUMNS = 8 consecutive outputs of a row: 8 bytes of each
 // residue matrix (rows Np bytes apart, Np a multiple of 256).
-// params: M, N, Np, K, s. constants: the float64 words (low word first) of
+// a_stats, b_stats: the lines' statistics, for their shifts (sgemm::line_shift).
+// params: M, N, Np, K, s, bits. constants: the float64 words (low word first) of
 // hi_0..hi_{s-1}, lo_0..lo_{s-1}, P_hi, P_lo, 1/P.
 constexpr int COLUMNS = 8;
-const int M = params[0], N = params[1], Np = params[2], K = params[3], s = params[4];
+const int M = params[0], N = params[1], Np = params[2], K = params[3], s = params[4], bits = params[5];
 const int64_t id = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 const int groups = Np / COLUMNS;
 if (id >= static_cast<int64_t>(M) * groups) return;
@@ -52,12 +53,12 @@ for (int i = 0; i < MAX_MODULI; ++i) {
   }
 }
 const double p_hi = constant(2 * s), p_lo = constant(2 * s + 1), p_inverse = constant(2 * s + 2);
-const int row_shift = a_shift[row];
+const int row_shift = sgemm::line_shift(a_stats, M, row, bits);
 float out[COLUMNS];
 #pragma unroll
 for (int e = 0; e < COLUMNS; ++e) {
   const int col = min(col0 + e, N - 1);
-  const int col_shift = b_shift[col];
+  const int col_shift = sgemm::line_shift(b_stats, N, col, bits);
   if (row_shift == sgemm::NON_FINITE_LINE || col_shift == sgemm::NON_FINITE_LINE) {
     float v = 0.0f;
     for (int k = 0; k < K; ++k) {

@@ -3,7 +3,7 @@
 // Chapter 6, step 1 of the INT8 emulation (Ozaki scheme II): the int8 residues
 // of one operand. x is a lines x K view with any strides: A's rows, or B^T's
 // rows (B's columns, B^T read in place). Each line is scaled by its own power
-// of two, 2^shift (from its 2-norm: mlx_sgemm/emulation/gpu.py), truncated to
+// of two, 2^shift (from its 2-norm: sgemm::line_shift), truncated to
 // an integer, and reduced modulo each of the s moduli; the residues are
 // written as the products kernel copies them, in swizzled tiles of 128-byte
 // rows (sgemm/int8_tiles.cuh). Zeros fill the padding (lines past `lines`, K
@@ -15,11 +15,13 @@
 // read as B^T), the block first stages the 128 x 64 values in shared memory,
 // each k's 64 lines read as 256 contiguous bytes.
 //
-// params: lines, K, lines per tile, tiles, k-tiles (of 128), s, reduction
-// steps (sgemm::symmetric_residue), then the s moduli.
+// stats: the lines' statistics (int8_line_stats.cu), from which each line's
+// shift (sgemm::line_shift). params: lines, K, lines per tile, tiles, k-tiles
+// (of 128), s, reduction steps (sgemm::symmetric_residue), bits, then the s
+// moduli.
 constexpr int LINES = 64, CHUNKS = LINES * sgemm::RESIDUE_K_TILE / 16;
 const int lines = params[0], K = params[1], per_tile = params[2], tiles = params[3],
-          k_tiles = params[4], s = params[5], steps_needed = params[6];
+          k_tiles = params[4], s = params[5], steps_needed = params[6], bits = params[7];
 const int64_t line_stride = x_strides[0], k_stride = x_strides[1];
 const bool across = line_stride == 1 && k_stride != 1;
 const int line0 = blockIdx.x / k_tiles * LINES, k_tile = blockIdx.x % k_tiles;
@@ -35,18 +37,14 @@ if (across) {
   __syncthreads();
 }
 
-// A thread's two chunks: staged, line t % 64 and chunks 2 (t / 64) and the
-// next (consecutive threads read consecutive lines: distinct banks; each
-// thread's two 16-byte stores fill a 32-byte sector); otherwise chunk j = t
-// and t + 256 of the block, line j / 8, chunk j % 8 (8 threads read a line's
-// 512 contiguous bytes and write its 128-byte row).
-static_assert(CHUNKS == 2 * 256, "two chunks a thread");
-for (int pass = 0; pass < 2; ++pass) {
-  const int j = threadIdx.x + 256 * pass;
-  const int l = across ? threadIdx.x % LINES : j / 8;
-  const int chunk = across ? 2 * (threadIdx.x / LINES) + pass : j % 8;
+// Chunk j of the block: line j % 64, chunk j / 64 of the k-tile when staged
+// (consecutive threads, consecutive lines: distinct banks); line j / 8, chunk
+// j % 8 otherwise (8 threads read a line's 512 contiguous bytes and write its
+// 128-byte row).
+for (int j = threadIdx.x; j < CHUNKS; j += blockDim.x) {
+  const int l = across ? j % LINES : j / 8, chunk = across ? j / LINES : j % 8;
   const int line = line0 + l, k0 = k_base + 16 * chunk;
-  const int shift = line < lines ? shift_of_line[line] : 0;
+  const int shift = line < lines ? sgemm::line_shift(stats, lines, line, bits) : 0;
   const bool live = line < lines && shift != sgemm::NON_FINITE_LINE;
   float v[16];
   const float* const row = x + line * line_stride;
@@ -80,7 +78,7 @@ for (int pass = 0; pass < 2; ++pass) {
   auto write_residues = [&](auto steps_constant) {
     constexpr int steps = decltype(steps_constant)::value;
     for (int m = 0; m < s; ++m) {
-      const sgemm::Modulus modulus = sgemm::make_modulus(params[7 + m]);
+      const sgemm::Modulus modulus = sgemm::make_modulus(params[8 + m]);
       uint32_t words[4];
 #pragma unroll
       for (int w = 0; w < 4; ++w) {

@@ -250,8 +250,8 @@ def cuda_int8_residues() -> KernelSpec:
     in the products' swizzled tiles (kernels/cuda/int8_residues.cu)."""
     return KernelSpec(
         "int8_residues", "cuda", "int8_residues.cu", (256, 1, 1), 1, 16,
-        inputs=("x", "shift_of_line", "params"), outputs=("residues",),
-        input_dtypes=("float32", "int32", "int32"), output_dtypes=("int8",),
+        inputs=("x", "stats", "params"), outputs=("residues",),
+        input_dtypes=("float32", "float32", "int32"), output_dtypes=("int8",),
     )
 
 
@@ -276,9 +276,9 @@ def cuda_int8_reconstruct() -> KernelSpec:
     recomputed in float32 (kernels/cuda/int8_reconstruct.cu)."""
     return KernelSpec(
         "int8_reconstruct", "cuda", "int8_reconstruct.cu", (256, 1, 1), 1, 8,
-        inputs=("residues", "a_shift", "b_shift", "constants", "a", "bt", "params"),
+        inputs=("residues", "a_stats", "b_stats", "constants", "a", "bt", "params"),
         outputs=("c_out",),
-        input_dtypes=("int8", "int32", "int32", "int32", "float32", "float32", "int32"),
+        input_dtypes=("int8", "float32", "float32", "int32", "float32", "float32", "int32"),
         output_dtypes=("float32",),
     )
 

@@ -1,7 +1,7 @@
 """The INT8 emulation on a Hopper GPU: Ozaki scheme II in three kernels.
 
-1. :func:`line_stats` (kernels/cuda/int8_line_stats.cu), :func:`line_shifts`
-   and :func:`residues` (kernels/cuda/int8_residues.cu): each row of A and
+1. :func:`line_stats` (kernels/cuda/int8_line_stats.cu) and :func:`residues`
+   (kernels/cuda/int8_residues.cu): each row of A and
    each row of B^T (column of B; both read in place, any strides) scaled by
    its power of two to a 2-norm of at most 2^bits, truncated, reduced modulo
    each of the s moduli, written as int8 tiles in the layout the products copy
@@ -30,7 +30,6 @@ from ..build import registry, specs
 from . import moduli as _moduli
 from . import scheme
 
-NON_FINITE_LINE = -(2**31)  # sgemm::NON_FINITE_LINE (kernels/cuda/sgemm/int8_tiles.cuh)
 K_TILE = 128  # bytes of K per residue tile row (sgemm::RESIDUE_K_TILE)
 # sgemm::symmetric_residue reduces a scaled line value (below 2^bits) in 1 step
 # below 2^29, 2 below 2^46: the most bits a side this path keeps.
@@ -73,27 +72,21 @@ def line_stats(x: mx.array, stream=None) -> mx.array:
                    32 * lines, stream)
 
 
-def line_shifts(stats: mx.array, bits: int, stream=None) -> mx.array:
-    """int32 per line: the shift that brings its 2-norm to at most 2^bits
-    (scheme.line_shifts, from the norm exponent), NON_FINITE_LINE for a line
-    holding Inf or NaN."""
-    shift = (bits - stats[3]).astype(mx.int32, stream=stream)
-    return mx.where(mx.isfinite(stats[0], stream=stream), shift, NON_FINITE_LINE, stream=stream)
-
-
 RESIDUE_BLOCK_LINES = 64  # lines a block of int8_residues.cu covers
 
 
-def residues(x: mx.array, shift: mx.array, s: int, bits: int, lines_per_tile: int, stream=None) -> mx.array:
-    """int8 residues of x's rows (lines x K, any strides) for the first s
-    moduli, in swizzled tiles of ``lines_per_tile`` rows (sgemm/int8_tiles.cuh), flat."""
+def residues(x: mx.array, stats: mx.array, s: int, bits: int, lines_per_tile: int, stream=None) -> mx.array:
+    """int8 residues of x's rows (lines x K, any strides; ``stats``: their
+    line_stats) for the first s moduli, each line scaled to a 2-norm of at
+    most 2^bits, in swizzled tiles of ``lines_per_tile`` rows
+    (sgemm/int8_tiles.cuh), flat."""
     lines, k = x.shape
     tiles, k_tiles = -(-lines // lines_per_tile), max(1, -(-k // K_TILE))
-    params = _int32([lines, k, lines_per_tile, tiles, k_tiles, s, reduction_steps(bits),
+    params = _int32([lines, k, lines_per_tile, tiles, k_tiles, s, reduction_steps(bits), bits,
                      *_moduli.MODULI[:s]])
     size = s * tiles * lines_per_tile * k_tiles * K_TILE
     blocks = tiles * lines_per_tile // RESIDUE_BLOCK_LINES * k_tiles
-    return _launch(specs.cuda_int8_residues(), [x, shift, params], (size,), mx.int8, blocks * 256, stream)
+    return _launch(specs.cuda_int8_residues(), [x, stats, params], (size,), mx.int8, blocks * 256, stream)
 
 
 def products(ra: mx.array, rb: mx.array, m: int, n: int, k: int, s: int, stream=None) -> mx.array:
@@ -116,13 +109,14 @@ def crt_words(s: int) -> tuple[int, ...]:
     return struct.unpack(f"<{2 * len(values)}i", struct.pack(f"<{len(values)}d", *values))
 
 
-def reconstruct(q: mx.array, a_shift: mx.array, b_shift: mx.array, a: mx.array, bt: mx.array,
-                n: int, s: int, stream=None) -> mx.array:
-    """float32 M x N from the residue products (CRT, unscaling)."""
+def reconstruct(q: mx.array, a_stats: mx.array, b_stats: mx.array, a: mx.array, bt: mx.array,
+                n: int, s: int, bits: int, stream=None) -> mx.array:
+    """float32 M x N from the residue products (CRT, unscaling by the lines'
+    shifts, worked out from their statistics)."""
     _, m, np_ = q.shape
     k = a.shape[1]
-    params = _int32([m, n, np_, k, s])
-    return _launch(specs.cuda_int8_reconstruct(), [q, a_shift, b_shift, _int32(crt_words(s)), a, bt, params],
+    params = _int32([m, n, np_, k, s, bits])
+    return _launch(specs.cuda_int8_reconstruct(), [q, a_stats, b_stats, _int32(crt_words(s)), a, bt, params],
                    (m, n), mx.float32, m * (np_ // RECONSTRUCT_COLUMNS), stream)
 
 
@@ -157,11 +151,10 @@ def emulated(a: mx.array, b: mx.array, s: int, bits: int, stream=None,
     if min(m, n, k) == 0:
         return mx.zeros((m, n), dtype=mx.float32, stream=stream)
     x = operands or Operands(a, b, stream)
-    a_shift, b_shift = line_shifts(x.a_stats, bits, stream), line_shifts(x.b_stats, bits, stream)
-    ra = residues(x.a, a_shift, s, bits, specs.RESIDUE_TILE_M, stream)
-    rb = residues(x.bt, b_shift, s, bits, specs.RESIDUE_TILE_N, stream)
+    ra = residues(x.a, x.a_stats, s, bits, specs.RESIDUE_TILE_M, stream)
+    rb = residues(x.bt, x.b_stats, s, bits, specs.RESIDUE_TILE_N, stream)
     q = products(ra, rb, m, n, k, s, stream)
-    return reconstruct(q, a_shift, b_shift, x.a, x.bt, n, s, stream)
+    return reconstruct(q, x.a_stats, x.b_stats, x.a, x.bt, n, s, bits, stream)
 
 
 def int8_ops(m: int, n: int, k: int, s: int) -> float:

@@ -72,9 +72,11 @@ def _decide(a: mx.array, b: mx.array, moduli: int | None, path: str, stream):
     return verdict, operands
 
 
-def _as_2d_products(a: mx.array, b: mx.array, stream):
+def _as_2d_products(a: mx.array, b: mx.array, stream) -> tuple:
     """The 2-D float32 products of a @ b with mx.matmul's semantics (1-D
-    operands, broadcast batch), and how to put their results back."""
+    operands, broadcast batch): the plan and a list of (a_i, b_i) views. The
+    kernels read any strides, so views are passed as they are: a reshape of
+    a transposed view would copy it."""
     check_operand(a, "a", OPERAND_DTYPES)
     check_operand(b, "b", OPERAND_DTYPES)
     p = plan(a.shape, b.shape)
@@ -82,10 +84,12 @@ def _as_2d_products(a: mx.array, b: mx.array, stream):
     b32 = b.astype(mx.float32, stream=stream) if b.dtype != mx.float32 else b
     a2 = a32[None] if a.ndim == 1 else a32
     b2 = b32[:, None] if b.ndim == 1 else b32
+    if a2.ndim == 2 and b2.ndim == 2:
+        return p, [(a2, b2)]
     batch = p.batch_shape
     a3 = mx.broadcast_to(a2, (*batch, p.M, p.K), stream=stream).reshape(-1, p.M, p.K)
     b3 = mx.broadcast_to(b2, (*batch, p.K, p.N), stream=stream).reshape(-1, p.K, p.N)
-    return p, a3, b3
+    return p, [(a3[i], b3[i]) for i in range(a3.shape[0])]
 
 
 def assess(a: mx.array, b: mx.array, moduli: int | None = None, *, stream=None) -> list[scheme.Assessment]:
@@ -94,9 +98,9 @@ def assess(a: mx.array, b: mx.array, moduli: int | None = None, *, stream=None) 
     ``matmul`` instead. Runs the pre-pass (a synchronization) unless
     ``moduli`` is given."""
     stream = device.canonical(stream)
-    _, a3, b3 = _as_2d_products(a, b, stream)
+    _, pairs = _as_2d_products(a, b, stream)
     path = _path(stream)
-    return [_decide(a3[i], b3[i], moduli, path, stream)[0] for i in range(a3.shape[0])]
+    return [_decide(x, y, moduli, path, stream)[0] for x, y in pairs]
 
 
 def fallback(verdict: scheme.Assessment):
@@ -139,22 +143,22 @@ def int8_emulated(a: mx.array, b: mx.array, moduli: int | None = None, *, stream
     On a Hopper GPU: three kernels (residues, INT8 wgmma products reduced
     modulo each p_i, the CRT). On the CPU: the numpy reference of the same
     steps (the same result, bit for bit). Elsewhere, and where
-    :func:`assess` gives a reason, ``matmul``. Not differentiable yet, and not
+    :func:`assess` gives a reason, the kernel :func:`fallback` names. Not differentiable yet, and not
     inside ``mx.compile`` when ``moduli`` is None (the pre-pass reads back).
     """
     stream = device.canonical(stream)
     dtype = mx.result_type(a, b)
-    p, a3, b3 = _as_2d_products(a, b, stream)
+    p, pairs = _as_2d_products(a, b, stream)
     path = _path(stream)
     results = []
-    for i in range(a3.shape[0]):
-        verdict, operands = _decide(a3[i], b3[i], moduli, path, stream)
+    for x, y in pairs:
+        verdict, operands = _decide(x, y, moduli, path, stream)
         if verdict.reason is not None:
-            results.append(fallback(verdict)(a3[i], b3[i], stream=stream))
+            results.append(fallback(verdict)(x, y, stream=stream))
         elif path == "numpy":
-            results.append(_numpy_product(a3[i], b3[i], verdict))
+            results.append(_numpy_product(x, y, verdict))
         else:
-            results.append(gpu.emulated(a3[i], b3[i], verdict.moduli, verdict.bits, stream, operands))
+            results.append(gpu.emulated(x, y, verdict.moduli, verdict.bits, stream, operands))
     if len(results) == 1:  # no batch: no copy into a stack
         c = results[0]
     else:

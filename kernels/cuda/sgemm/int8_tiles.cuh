@@ -32,6 +32,17 @@ __device__ inline int64_t residue_tile_offset(int modulus, int tile, int k_tile,
          RESIDUE_K_TILE;
 }
 
+// The power of two that brings line `line` to a 2-norm of at most 2^bits,
+// from its statistics (stats: [4][lines], int8_line_stats.cu: largest
+// magnitude, sum, smallest nonzero, norm exponent): bits - norm exponent, or
+// NON_FINITE_LINE where the line holds an Inf or NaN (a largest magnitude
+// that is not finite). mlx_sgemm.emulation.scheme.line_shifts in numpy.
+__device__ inline int line_shift(const float* stats, int lines, int line, int bits) {
+  const float top = stats[line];
+  if (!(fabsf(top) <= 3.4028235e38f)) return NON_FINITE_LINE;
+  return bits - static_cast<int>(stats[3 * lines + line]);
+}
+
 // A residue tile as the wgmma descriptor describes it (sgemm::wgmma_descriptor):
 // the 128-byte swizzle along K, 8-row atoms 1024 bytes apart.
 struct ResidueTile {
