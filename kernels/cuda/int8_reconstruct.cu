@@ -47,8 +47,12 @@ for (int i = 0; i < MAX_MODULI; ++i) {
 #pragma unroll
   for (int e = 0; e < COLUMNS; ++e) {
     const uint32_t word = e < 4 ? bytes.x : bytes.y;
-    const double q = static_cast<double>(static_cast<int8_t>(word >> (8 * (e % 4))));
-    x_hi[e] = __dadd_rn(x_hi[e], __dmul_rn(hi, q));
+    // The byte as a float64 without a conversion instruction: 2^52 + 128 + q
+    // has q + 128 in its low bits (exact), then subtract 2^52 + 128.
+    const uint32_t biased = ((word >> (8 * (e % 4))) & 0xffu) ^ 0x80u;  // q + 128
+    const double q = __dsub_rn(__hiloint2double(0x43300000, biased), 4503599627370624.0);
+    // hi q and the sum are exact (CRT's split), so an fma rounds nothing here.
+    x_hi[e] = fma(hi, q, x_hi[e]);
     x_lo[e] = __dadd_rn(x_lo[e], __dmul_rn(lo, q));
   }
 }

@@ -29,6 +29,7 @@ const int k_base = k_tile * sgemm::RESIDUE_K_TILE;
 
 __shared__ float staged[sgemm::RESIDUE_K_TILE][LINES + 1];  // [k][line], padded: no bank conflicts
 if (across) {
+#pragma unroll 8  // several loads in flight
   for (int i = threadIdx.x; i < sgemm::RESIDUE_K_TILE * LINES; i += blockDim.x) {
     const int k = i / LINES, l = i % LINES;
     const bool in = line0 + l < lines && k_base + k < K;
