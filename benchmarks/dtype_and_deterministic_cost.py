@@ -2,14 +2,20 @@
 default float32 ``matmul`` and to ``mx.matmul``?
 
     python benchmarks/dtype_and_deterministic_cost.py [--csv out.csv]
+        [--shapes 1x4096x4096 8x4096x4096 4096x4096x4096] [--repeats 20]
 
 For a square product and three shapes of a 7B model's layers (``x @ W.T``: a
-token, 8 tokens against the MLP's up projection, a 2048-token prefill), times
-in alternating rounds in one process: ``mx.matmul`` in float32 (cuBLAS SGEMM),
-``matmul``, ``matmul(deterministic=True)``, and with bfloat16 operands
-``mx.matmul`` (cuBLAS's bf16 GEMM) and ``matmul`` (operands cast to float32
-in MLX, the float32 product, rounded to bfloat16). Error is normwise against
-float64 of the same operands. Needs a CUDA or Metal GPU.
+token, 8 tokens against the MLP's up projection, a 2048-token prefill), or the
+``--shapes`` given (MxNxK, with ``:WT`` for ``x @ W.T``), times in alternating
+rounds in one process: ``mx.matmul`` in float32 (cuBLAS SGEMM), ``matmul``,
+``matmul(deterministic=True)``, and with bfloat16 operands ``mx.matmul``
+(cuBLAS's bf16 GEMM), ``matmul`` (its kernel converts bfloat16 to float32 on
+load where it can, the small-M kernels; the others get operands cast to
+float32 in MLX first; mlx_sgemm/ops.py says which) and ``matmul, cast first``
+(both operands cast to float32 in MLX, then the float32 ``matmul``, rounded:
+what every kernel did before they converted on load, so the two rows show what
+converting on load saves). Error is normwise against float64 of the same
+operands. Needs a CUDA or Metal GPU.
 """
 
 from __future__ import annotations
@@ -40,13 +46,26 @@ def operands(m, n, k, transposed):
     return a, (b.T if transposed else b)
 
 
+def parse_shape(text: str) -> tuple[int, int, int, bool]:
+    """MxNxK, or MxNxK:WT for x @ W.T."""
+    dims, _, layout = text.partition(":")
+    try:
+        m, n, k = (int(v) for v in dims.split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a shape is MxNxK or MxNxK:WT, got {text!r}") from None
+    if layout not in ("", "WT") or min(m, n, k) < 1:
+        raise argparse.ArgumentTypeError(f"a shape is MxNxK or MxNxK:WT with sizes >= 1, got {text!r}")
+    return m, n, k, layout == "WT"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--csv", default=None)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--shapes", nargs="+", type=parse_shape, default=SHAPES, metavar="MxNxK[:WT]")
     args = parser.parse_args()
     rows = []
-    for m, n, k, transposed in SHAPES:
+    for m, n, k, transposed in args.shapes:
         a, b = operands(m, n, k, transposed)
         a16, b16 = a.astype(mx.bfloat16), b.astype(mx.bfloat16)
         mx.eval(a, b, a16, b16)
@@ -56,6 +75,8 @@ def main() -> None:
             ("matmul deterministic", "float32"): lambda: mlx_sgemm.matmul(a, b, deterministic=True),
             ("mx.matmul", "bfloat16"): lambda: mx.matmul(a16, b16),
             ("matmul", "bfloat16"): lambda: mlx_sgemm.matmul(a16, b16),
+            ("matmul, cast first", "bfloat16"): lambda: mlx_sgemm.matmul(
+                a16.astype(mx.float32), b16.astype(mx.float32)).astype(mx.bfloat16),
         }
         medians = timing.alternating_medians(fns, rounds=3, repeats=args.repeats)
         base = {dt: medians[("mx.matmul", dt)] for dt in ("float32", "bfloat16")}

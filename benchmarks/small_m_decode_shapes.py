@@ -88,7 +88,7 @@ def lean(spec, a, b):
     kernel = registry.kernel(spec)
     grid = p.grid(spec.block_m, spec.block_n, spec.threadgroup)
     shape = [p.kernel_out_shape()]
-    template = list(spec.template)
+    template = launcher.template_arguments(spec)
     return lambda: kernel(inputs=[a, b, params], output_shapes=shape, output_dtypes=[mx.float32],
                           grid=grid, threadgroup=spec.threadgroup, template=template)[0]
 

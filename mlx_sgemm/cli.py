@@ -106,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--backend", choices=("cuda", "metal"), default=None,
                    help="plan for this backend (default: this machine's)")
     e.add_argument("--transposed-b", action="store_true", help="B is a transposed view (x @ W.T)")
+    e.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"),
+                   help="the operands' dtype: converted to float32 on load or cast first, by kernel")
     e.add_argument("--json", action="store_true", help="print the plans as JSON")
     return parser
 
@@ -166,8 +168,8 @@ def _plots(run, out: Path, quiet: bool) -> None:
 def explain(args) -> int:
     from .explain import explain as plan
 
-    plans = [plan((m, k), (k, n), precision=args.precision,
-                  deterministic=args.deterministic, backend=args.backend, b_transposed=args.transposed_b)
+    plans = [plan((m, k), (k, n), precision=args.precision, deterministic=args.deterministic,
+                  backend=args.backend, b_transposed=args.transposed_b, dtype=args.dtype)
              for m, n, k in args.shapes]
     if args.json:
         print(json.dumps([dataclasses.asdict(p) for p in plans], indent=1, default=str))

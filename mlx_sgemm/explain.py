@@ -19,8 +19,9 @@ import mlx.core as mx
 
 from . import ops
 from .bench import results
+from .build import specs
 from .dispatch import device, kernel_choice, tuning_cache
-from .dispatch.problem import check_operand, plan
+from .dispatch.problem import OPERAND_DTYPES, check_operand, dtype_name, plan
 
 # What each precision promises, by where the product runs.
 _CONTRACTS = {
@@ -49,8 +50,10 @@ class Explanation:
     padding: tuple[int, int]  # zero columns added to K and N first
     chosen_by: str  # "autotune cache (...)", "rule: ...", "deterministic mode", "CPU fallback"
     layouts: dict  # operand -> how the kernel reads it
+    dtypes: dict  # operand -> its dtype name
+    conversions: dict  # operand -> how it becomes float32 (kernel_choice.operand_conversions)
     contract: str
-    recorded: dict | None  # the nearest recorded measurement of matmul's default mode, if any
+    recorded: dict | None  # the nearest recorded measurement of matmul's default mode (float32), if any
 
     def __str__(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.parameters.items())
@@ -68,6 +71,8 @@ class Explanation:
             f"chosen by    {self.chosen_by}",
         ]
         lines += [f"operand {name}    {how}" for name, how in self.layouts.items()]
+        lines += [f"dtype {name}      {self.dtypes[name]}: {_CONVERSION_WORDS[how]}"
+                  for name, how in self.conversions.items()]
         lines.append(f"contract     {self.contract}")
         if self.recorded:
             r = self.recorded
@@ -76,13 +81,40 @@ class Explanation:
                 + (f", {r['tflops']:.1f} TFLOP/s" if r.get("tflops") else "")
                 + f"  ({r['file']})")
         else:
-            lines.append("recorded     no recorded measurement for this backend")
+            lines.append("recorded     no recorded measurement of matmul's default mode for this backend "
+                         "and these dtypes")
         return "\n".join(lines)
+
+
+# How an operand becomes float32, in words (kernel_choice.operand_conversions).
+_CONVERSION_WORDS = {
+    kernel_choice.AS_IS: "read as it is",
+    kernel_choice.CONVERTED_ON_LOAD: "converted to float32 on load, inside the kernel (no copy)",
+    kernel_choice.CAST: "cast to float32 first (one astype of the whole operand, in MLX): "
+                        "this kernel's copies move bytes into tiles the matrix units read as float32",
+    "mx.matmul": "as MLX's matmul takes it",
+}
+
+
+def _dtypes_of(a, b, dtype) -> tuple[str, str]:
+    """The operands' dtype names: an array's own, else ``dtype`` (one for both,
+    or a pair; a name or an mx.Dtype)."""
+    given = dtype if isinstance(dtype, (tuple, list)) else (dtype, dtype)
+    if len(given) != 2:
+        raise ValueError(f"dtype must be one dtype or a pair (a's, b's), got {dtype!r}")
+    names = []
+    for x, d in zip((a, b), given):
+        d = x.dtype if isinstance(x, mx.array) else d
+        d = dtype_name(d) if isinstance(d, mx.Dtype) else d
+        if d not in specs.ELEMENT_TYPES:
+            raise ValueError(f"dtype must be one of {specs.ELEMENT_TYPES}, got {d!r}")
+        names.append(d)
+    return names[0], names[1]
 
 
 def _shape_of(x, name: str) -> tuple[int, ...]:
     if isinstance(x, mx.array):
-        check_operand(x, name)
+        check_operand(x, name, OPERAND_DTYPES)
         return tuple(x.shape)
     try:
         if isinstance(x, str):
@@ -153,7 +185,7 @@ def _recorded_row(row: dict, precision: str, b_transposed: bool) -> dict | None:
 
 def explain(
     a, b, *, precision: str = "float32", deterministic: bool = False, backend: str | None = None,
-    wgmma: bool = True, b_transposed: bool = False, stream=None,
+    wgmma: bool = True, b_transposed: bool = False, dtype="float32", stream=None,
 ) -> Explanation:
     """What ``mlx_sgemm.matmul(a, b, precision=..., deterministic=...)`` runs.
 
@@ -161,10 +193,15 @@ def explain(
     "metal" whatever this machine has (default: the backend of ``stream``).
     ``wgmma``: on CUDA when no CUDA GPU is present, whether to plan for Hopper.
     ``b_transposed``: B is a transposed view (``x @ W.T``); arrays carry no
-    strides MLX would show, so the layout is said, not read.
+    strides MLX would show, so the layout is said, not read. ``dtype``: the
+    dtype of operands given as shapes (one for both, or a pair; an array has
+    its own): whether each is converted to float32 on load inside the kernel
+    or cast first depends on the kernel (``dtypes`` and ``conversions``).
     """
     kernel_choice.check_precision(precision)
     a_shape, b_shape = _shape_of(a, "a"), _shape_of(b, "b")
+    types = _dtypes_of(a, b, dtype)
+    dtypes = dict(zip("ab", types))
     p = plan(a_shape, b_shape)
     here = device.backend(stream)
     backend = backend or here
@@ -184,15 +221,16 @@ def explain(
             shape, backend, name, precision, "mx.matmul", "", {}, 1, (0, 0),
             "CPU fallback: custom kernels cannot run on MLX's CPU backend "
             "(explain(..., backend='cuda' or 'metal') shows what a GPU runs)",
-            _layouts(backend, None, b_transposed), "float32 (MLX's CPU matmul)", None)
+            _layouts(backend, None, b_transposed), dtypes, dict.fromkeys("ab", "mx.matmul"),
+            "float32 (MLX's CPU matmul)", None)
 
     if p.empty:
         return Explanation(
             shape, backend, name, precision, "none", "", {}, 1, (0, 0),
-            "an empty product: the result is zeros, no kernel runs", {}, "exact", None)
+            "an empty product: the result is zeros, no kernel runs", {}, dtypes, {}, "exact", None)
     tuned = None
     if deterministic:
-        how = kernel_choice.deterministic(backend, precision, has_wgmma)
+        how = kernel_choice.deterministic(backend, precision, has_wgmma).reading(*types)
         pad_k = pad_n = 0
         chosen_by = "deterministic mode: one kernel for every shape, K never split, no autotune lookup"
     else:
@@ -202,7 +240,7 @@ def explain(
         def choose(backend_, p_):
             return tuned or kernel_choice.heuristic(backend_, precision, p_, has_wgmma)
 
-        pad_k, pad_n, _, _, how = ops.route_plan(choose, backend, a_shape, b_shape, pad=True)
+        pad_k, pad_n, _, _, how = ops.route_plan(choose, backend, a_shape, b_shape, True, types)
         if tuned is not None:
             chosen_by = f"autotune cache ({tuning_cache.cache_path()}), entry {how.key}"
         else:
@@ -230,5 +268,7 @@ def explain(
         contract = _CONTRACTS[(precision, unit)]
     return Explanation(
         shape, backend, name, precision, spec.stage, f"kernels/{backend}/{spec.source_file}", parameters,
-        how.k_splits, (pad_k, pad_n), chosen_by, _layouts(backend, spec, b_transposed), contract,
-        None if deterministic else _nearest_recorded(backend, precision, p.M, p.N, p.K, b_transposed))
+        how.k_splits, (pad_k, pad_n), chosen_by, _layouts(backend, spec, b_transposed), dtypes,
+        kernel_choice.operand_conversions(spec, *types), contract,
+        None if deterministic or types != specs.FLOAT32_OPERANDS  # the recorded runs are float32's
+        else _nearest_recorded(backend, precision, p.M, p.N, p.K, b_transposed))

@@ -11,14 +11,34 @@ Dtypes: each operand may be float32, float16 or bfloat16, in any mix; the
 result has the dtype ``mx.matmul`` gives those operands (``mx.result_type``:
 float16 @ float16 is float16, bfloat16 @ bfloat16 bfloat16, every other mix
 float32). Other dtypes raise TypeError naming the operand (``mx.matmul`` would
-promote an integer operand mixed with a float one; we do not). The kernels read
-float32: at every stage, a half operand is converted by a full-array cast in
-Python for now (one ``astype(float32)`` of the whole operand on the op's
-stream), the product is computed and accumulated in float32, and the result is
-cast once to the result dtype; converting on load inside the kernels is the
-planned next step. The casts are inside the custom function, so gradients come
-back in the operands' dtypes. On the CPU fallback ``mx.matmul`` takes the
-halves as they are (same result dtype).
+promote an integer operand mixed with a float one; we do not). Every kernel
+computes and accumulates in float32 and writes a float32 product, which is
+cast once to the result dtype. How a half operand becomes float32 depends on
+the stage (:attr:`mlx_sgemm.build.specs.KernelSpec.converts_on_load`;
+``mlx_sgemm.explain`` says which, per operand):
+
+* converted on load, inside the kernel (the operand is handed over as it is,
+  no copy): each element becomes float32 as it is read, exactly. On CUDA:
+  ``naive`` and ``tile_16`` / ``tile_32`` as they read an element,
+  ``tile_threads`` and ``tile_simdgroup`` on the way from registers into
+  their float32 shared-memory tiles, ``small_m`` as its FMAs read its
+  cp.async windows (which hold the halves as they are, twice as many
+  windows in flight), ``small_m_wide`` in registers. On Metal: ``naive``,
+  ``tile_16`` / ``tile_32``, ``tile_threads``, ``tile_simdgroup`` and
+  ``small_m``, all reading through ``sgemm::Operand``.
+* cast first, by one ``astype(float32)`` of the whole operand on the op's
+  stream: ``tile_async`` (both backends), CUDA's ``tile_wgmma`` (``matmul``
+  from 9 rows up on Hopper, and ``deterministic=True`` there) and Metal's fused
+  ``gemm``. Their copies (cp.async, the TMA, simdgroup_async_copy) move bytes
+  into tiles that the matrix units read as float32, which leaves no step to
+  convert in.
+
+So ``matmul`` converts on load where a product is bound by reading its
+operands (M <= 8: small_m, small_m_wide), and casts where the cast is a small
+part of the time (larger products, on the tensor-core pipelines). The casts
+are inside the custom function, so gradients come back in the operands'
+dtypes. On the CPU fallback ``mx.matmul`` takes the halves as they are (same
+result dtype).
 
 ``mx.vmap``: the custom function's vmap rule folds the mapped axis into the
 product's batch (:func:`_vmapped_product`), so one product serves every
@@ -55,7 +75,7 @@ import mlx.core as mx
 from .build import launcher, specs
 from .build.launcher import poisoned_outputs  # noqa: F401 (mlx_sgemm.poisoned_outputs)
 from .dispatch import device, kernel_choice, tuning_cache
-from .dispatch.problem import OPERAND_DTYPES, Plan, check_operand, plan
+from .dispatch.problem import OPERAND_DTYPES, Plan, check_operand, dtype_name, plan
 
 _F32 = mx.float32
 
@@ -138,8 +158,11 @@ def _forward(choose: Callable[[str, Plan], kernel_choice.Launch], backend: str, 
         if backend == device.CPU_FALLBACK:
             return mx.matmul(a, b, stream=stream)
         dtype = mx.result_type(a, b)  # mx.matmul's: float32 unless both are one half type
-        a, b = _as_dtype(a, _F32, stream), _as_dtype(b, _F32, stream)  # the kernels read float32
-        pad_k, pad_n, run = _route(choose, backend, a.shape, b.shape, pad, *_route_depends())
+        pad_k, pad_n, reads, run = _route(
+            choose, backend, a.shape, b.shape, a.dtype, b.dtype, pad, *_route_depends())
+        # A half operand goes to a kernel that converts on load as it is, to the
+        # others cast to float32 (reads: the element types the kernel reads).
+        a, b = _as_dtype(a, reads[0], stream), _as_dtype(b, reads[1], stream)
         if pad_k or pad_n:  # operands copied once, with aligned rows
             a = mx.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, pad_k)], stream=stream)
             b = mx.pad(b, [(0, 0)] * (b.ndim - 2) + [(0, pad_k), (0, pad_n)], stream=stream)
@@ -193,26 +216,34 @@ def _differentiable(
 
 
 @functools.lru_cache(maxsize=4096)
-def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool, *depends_on):
-    """(pad_k, pad_n, run): how ``forward`` computes one shape pair, decided once.
+def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, a_dtype, b_dtype, pad: bool, *depends_on):
+    """(pad_k, pad_n, reads, run): how ``forward`` computes one pair of operand
+    shapes and dtypes, decided once; ``reads``: the dtypes the kernel reads a
+    and b in (theirs, or float32 for an operand cast first).
 
     The choice also depends on the GPU and on the autotuner's entries, which
     ``depends_on`` names (:func:`_route_depends`), so that a new autotune
     result takes effect at the next call.
     """
-    pad_k, pad_n, a_shape, b_shape, how = route_plan(choose, backend, a_shape, b_shape, pad)
-    return pad_k, pad_n, launcher.prepared(how.spec, a_shape, b_shape, how.k_splits)
+    pad_k, pad_n, a_shape, b_shape, how = route_plan(
+        choose, backend, a_shape, b_shape, pad, (dtype_name(a_dtype), dtype_name(b_dtype)))
+    reads = tuple(getattr(mx, t) for t in how.spec.operand_types)
+    return pad_k, pad_n, reads, launcher.prepared(how.spec, a_shape, b_shape, how.k_splits)
 
 
-def route_plan(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool):
+def route_plan(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool,
+               operand_types: tuple[str, str] = specs.FLOAT32_OPERANDS):
     """(pad_k, pad_n, padded a_shape, padded b_shape, launch): what ``forward``
-    runs for one shape pair, before anything is built (``mlx_sgemm.explain``
-    shows it)."""
+    runs for one pair of operand shapes and element types (dtype names), before
+    anything is built (``mlx_sgemm.explain`` shows it). The launch's kernel is
+    its instance for those element types where it converts on load
+    (:meth:`kernel_choice.Launch.reading`)."""
     pad_k, pad_n = kernel_choice.padding(backend, plan(a_shape, b_shape)) if pad else (0, 0)
     if pad_k or pad_n:
         a_shape = (*a_shape[:-1], a_shape[-1] + pad_k)
         b_shape = (*b_shape[:-2], b_shape[-2] + pad_k, b_shape[-1] + pad_n)
-    return pad_k, pad_n, a_shape, b_shape, choose(backend, plan(a_shape, b_shape))
+    how = choose(backend, plan(a_shape, b_shape)).reading(*operand_types)
+    return pad_k, pad_n, a_shape, b_shape, how
 
 
 # The calls made so far, by (choose, stream, pad, operand shapes): the state they
@@ -288,7 +319,7 @@ def _compiled(choose, backend: str, stream, pad: bool, a_shape: tuple, b_shape: 
     product = _differentiable(choose, backend, stream, pad)
     if p.empty:
         return product
-    _route(choose, backend, a_shape, b_shape, pad, *_route_depends())  # launch errors here, too
+    _route(choose, backend, a_shape, b_shape, *dtypes, pad, *_route_depends())  # launch errors here, too
     plain = _forward(choose, backend, stream, pad)
     recording = [True]
     compiled = mx.compile(lambda a, b: (plain if recording[0] else product)(a, b))

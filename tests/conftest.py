@@ -67,7 +67,9 @@ def _fake_gpu(monkeypatch, backend: str):
     """Fake ``backend``: its launches compute with mx.matmul (so MLX's compile,
     custom functions and transforms run for real, without a GPU); yields the
     list of FakeLaunch the Python made (a replayed compiled call makes none).
-    The fused gemm's store (c_in, scalars) is computed as the Metal kernel's
+    Like a kernel, a launch takes operands of its spec's element types (a
+    launch handed others fails) and returns their product in float32. The
+    fused gemm's store (c_in, scalars) is computed as the Metal kernel's
     epilogue is written: alpha * product, plus beta * c_in only where beta != 0."""
     monkeypatch.setattr(device, "backend", lambda stream=None: backend)
     monkeypatch.setattr(device, "has_wgmma", lambda: True)
@@ -77,7 +79,10 @@ def _fake_gpu(monkeypatch, backend: str):
     def prepared(spec, a_shape, b_shape, k_splits):
         def run(a, b, stream, extra):
             launches.append(FakeLaunch(spec, a_shape, b_shape, k_splits, (a.dtype, b.dtype)))
-            c = mx.matmul(a, b, stream=stream)
+            handed = tuple(str(x.dtype).rpartition(".")[2] for x in (a, b))
+            assert handed == spec.operand_types, f"{spec.stage} reads {spec.operand_types}, was handed {handed}"
+            # Converted to float32 exactly, as the kernels convert on load.
+            c = mx.matmul(a.astype(mx.float32), b.astype(mx.float32), stream=stream)
             if "scalars" in extra:
                 alpha, beta = extra["scalars"][0], extra["scalars"][1]
                 c_in = mx.broadcast_to(extra["c_in"], c.shape)

@@ -298,6 +298,9 @@ def test_explain_passes_its_options_through(capsys):
     assert cli.main(["explain", "8x14336x4096", "--backend", "cuda", "--precision", "tf32", "--deterministic"]) == 0
     expected = mlx_sgemm.explain((8, 4096), (4096, 14336), precision="tf32", deterministic=True, backend="cuda")
     assert capsys.readouterr().out == f"{expected}\n"
+    assert cli.main(["explain", "1x4096x4096", "--backend", "cuda", "--dtype", "bfloat16"]) == 0
+    expected = mlx_sgemm.explain((1, 4096), (4096, 4096), backend="cuda", dtype="bfloat16")
+    assert capsys.readouterr().out == f"{expected}\n" and "bfloat16: converted to float32 on load" in str(expected)
 
 
 def test_explain_json(capsys):

@@ -1,6 +1,8 @@
 """float16 and bfloat16 operands, without a GPU: every op on the CPU fallback
-(mx.matmul), and the GPU path's casts on a faked CUDA device (conftest's
-fake_cuda, whose kernel is a float32 mx.matmul); layers through replace_linear."""
+(mx.matmul), and on faked CUDA and Metal devices (conftest's fake_cuda and
+fake_metal, whose kernels take operands of their spec's element types and
+return the float32 product) which operands reach a kernel as they are and
+which are cast first; explain's account of it; layers through replace_linear."""
 
 import logging
 
@@ -11,6 +13,8 @@ import pytest
 from mlx.utils import tree_flatten
 
 import mlx_sgemm
+from mlx_sgemm.build import specs
+from mlx_sgemm.dispatch import kernel_choice
 from mlx_sgemm.dispatch.problem import OPERAND_DTYPES
 
 from .test_autodiff import MLP
@@ -72,20 +76,97 @@ def test_gradients_come_back_in_the_operands_dtypes(op_name, dtypes):
             assert np.allclose(as_f64(g), as_f64(r), rtol=2e-2, atol=2e-2)
 
 
-# ---- the GPU path, on a faked CUDA device ------------------------------------
+# ---- the GPU path, on faked devices -----------------------------------------
 
+# The kernels that read half operands themselves, converting on load: every
+# stage but those whose copies move bytes into tiles the matrix units read as
+# float32 (the ops docstring says which and why).
+CONVERTS_ON_LOAD = {
+    "cuda": {"naive", "tile_16", "tile_32", "tile_threads", "tile_simdgroup", "small_m", "small_m_wide"},
+    "metal": {"naive", "tile_16", "tile_32", "tile_threads", "tile_simdgroup", "small_m"},
+}
+
+
+@pytest.mark.parametrize("backend", ["cuda", "metal"])
+def test_which_kernels_convert_on_load(backend):
+    assert {s.stage for s in specs.specs(backend) if s.converts_on_load} == CONVERTS_ON_LOAD[backend]
+    for spec in specs.specs(backend):
+        half = spec.reading("bfloat16", "float16")
+        assert half.operand_types == (("bfloat16", "float16") if spec.converts_on_load else ("float32", "float32"))
+        assert (half == spec) == (not spec.converts_on_load)  # an instance of its own, or the same kernel
+
+
+@pytest.mark.parametrize("backend", ["cuda", "metal"])
 @pytest.mark.parametrize("op_name", OPS)
 @pytest.mark.parametrize("dtypes", PAIRS, ids=lambda p: f"{name(p[0])}@{name(p[1])}")
-def test_kernels_get_float32_and_the_result_is_cast_once(fake_cuda, op_name, dtypes):
-    """A half operand is cast to float32 whole, the kernel's float32 product is
-    cast to mx.matmul's dtype: bit for bit what those steps give."""
-    for shape_a, shape_b in SHAPES:
+def test_half_operands_reach_the_kernels_that_convert_on_load_as_they_are(request, backend, op_name, dtypes):
+    """A kernel that converts on load is handed each operand in its own dtype
+    (no cast before it), the others float32 (one cast); either way the
+    result is the float32 product cast once to mx.matmul's dtype, bit for bit."""
+    launches = request.getfixturevalue(f"fake_{backend}")
+    for shape_a, shape_b in SHAPES:  # M of 7 and 1 (matmul: small_m), 9 (the large-product kernel)
         a, b = operands(shape_a, shape_b, *dtypes)
         got = OPS[op_name](a, b)
         expected = mx.matmul(a.astype(F32), b.astype(F32)).astype(PAIRS[dtypes])
         assert got.dtype == PAIRS[dtypes] and got.shape == expected.shape
         assert mx.array_equal(got, expected).item()
-    assert fake_cuda and all(launch.dtypes == (F32, F32) for launch in fake_cuda)
+    assert launches
+    for launch in launches:
+        converts = launch.spec.stage in CONVERTS_ON_LOAD[backend]
+        assert launch.dtypes == (dtypes if converts else (F32, F32)), launch.spec.stage
+    if op_name == "matmul":  # small_m for the few rows, a kernel that casts for the others
+        assert {launch.spec.stage in CONVERTS_ON_LOAD[backend] for launch in launches} == {True, False}
+
+
+@pytest.mark.parametrize("dtypes", [(F16, F16), (BF16, F32)], ids=str)
+def test_no_cast_of_an_operand_where_the_kernel_converts(fake_cuda, monkeypatch, dtypes):
+    """The ops make no astype of an operand for a kernel that converts on load:
+    the only cast is the product's, float32 to the result dtype."""
+    from mlx_sgemm import ops
+
+    casts = []
+    real = ops._as_dtype
+
+    def spy(x, dtype, stream):
+        casts.append((x.dtype, dtype))
+        return real(x, dtype, stream)
+
+    monkeypatch.setattr(ops, "_as_dtype", spy)
+    a, b = operands((4, 64), (64, 96), *dtypes)
+    mlx_sgemm.matmul(a, b)
+    assert fake_cuda[-1].spec.stage == "small_m"
+    assert [(x, t) for x, t in casts if x != t] == ([(F32, PAIRS[dtypes])] if PAIRS[dtypes] != F32 else [])
+    casts.clear()
+    mlx_sgemm.tile_async(a, b)  # casts its half operands
+    assert {(x, t) for x, t in casts if x != t and t == F32} == {(d, F32) for d in dtypes if d != F32}
+
+
+@pytest.mark.parametrize("dtypes", [(BF16, BF16), (F32, F16)], ids=str)
+def test_explain_says_which_operands_are_converted_on_load_and_which_cast(dtypes):
+    a, b = (mx.zeros(s, dtype=d) for s, d in zip(((1, 4096), (4096, 4096)), dtypes))
+    small = mlx_sgemm.explain(a, b, backend="cuda")
+    assert small.kernel == "small_m"
+    expected = {n: kernel_choice.AS_IS if d == F32 else kernel_choice.CONVERTED_ON_LOAD for n, d in zip("ab", dtypes)}
+    assert small.conversions == expected
+    large = mlx_sgemm.explain((4096, 4096), (4096, 4096), backend="cuda", dtype=tuple(map(name, dtypes)))
+    assert large.kernel == "tile_wgmma"
+    assert large.conversions == {n: kernel_choice.AS_IS if d == F32 else kernel_choice.CAST for n, d in zip("ab", dtypes)}
+    text = str(small) + str(large)
+    for d in {name(d) for d in dtypes if d != F32}:
+        assert f"{d}: converted to float32 on load" in text and f"{d}: cast to float32" in text
+    assert small.recorded is None  # the recorded runs are float32's
+
+
+def test_explain_dtype_errors():
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        mlx_sgemm.explain((2, 3), (3, 4), backend="cuda", dtype="int8")
+    with pytest.raises(ValueError, match="one dtype or a pair"):
+        mlx_sgemm.explain((2, 3), (3, 4), backend="cuda", dtype=("float16",) * 3)
+    with pytest.raises(TypeError, match="a must have dtype"):
+        mlx_sgemm.explain(mx.zeros((2, 3), dtype=mx.int32), (3, 4), backend="cuda")
+    # An array's own dtype wins over dtype=, which names those given as shapes.
+    e = mlx_sgemm.explain(mx.zeros((2, 3), dtype=BF16), (3, 4), backend="cuda", dtype=mx.float16)
+    assert e.dtypes == {"a": "bfloat16", "b": "float16"}
 
 
 @pytest.mark.parametrize("dtypes", [(F16, F16), (BF16, F32), (F16, BF16)], ids=str)
@@ -126,7 +207,9 @@ def test_bfloat16_mlp_forward_and_gradients(backend, request):
     out = ours(x)
     assert out.dtype == BF16
     assert np.allclose(as_f64(out), as_f64(ref(x)), rtol=3e-2, atol=3e-2)
-    assert launches is None or {launch.dtypes for launch in launches} == {(F32, F32)}
+    # The fake checks each launch was handed what its kernel reads; the
+    # forward's 4 rows are small_m's, which reads bfloat16 itself.
+    assert launches is None or (BF16, BF16) in {launch.dtypes for launch in launches}
 
     def loss(model, x, y):
         return nn.losses.cross_entropy(model(x).astype(F32), y).mean()

@@ -5,8 +5,10 @@
 // 2 loads per multiply-add and no reuse between threads, so it runs at the speed
 // of the memory system (the caches catch some of the re-reads). Threads along x
 // take neighbouring columns, so for a row-major B a warp's reads of B and its
-// writes of C coalesce. (Operands may have any strides: see sgemm::Operand.)
-const sgemm::Tile t = sgemm::locate_tile(
+// writes of C coalesce. (Operands may have any strides, and element types TA,
+// TB of float32, float16 or bfloat16, each element converted to float32 as it
+// is read: see sgemm::Operand.)
+const sgemm::Tile<TA, TB> t = sgemm::locate_tile(
     blockDim.y, blockDim.x, params,
     a, a_shape, a_strides, b, b_shape, b_strides, c);
 const int row = t.row0 + threadIdx.y;

@@ -6,7 +6,7 @@
 #include "sgemm/warp_reduce.cuh"
 // small_m_wide: C = A @ B for few rows of A (M <= 4 per block) against a B of
 // thousands of columns (a token against a weight matrix), in plain FP32 FMAs,
-// B loaded straight into registers.
+// B loaded straight into registers, converted to float32 there.
 //
 // Like small_m (small_m.cu), the product is bound by reading B once. small_m
 // stages B through shared memory in strips of 32 columns (a warp reads 128
@@ -20,32 +20,42 @@
 //
 // A block owns BLOCK_M = 4 rows of C and BN = 128 columns; WARPS warps. How the
 // warps split that work follows B's layout:
-// - row-major (x @ W): a warp's lanes take a float4 of the block's 128 columns
-//   each, and the warps take turns down K in chunks of 4 rows (warp w: chunks
-//   w, w + WARPS, ...), U chunks' loads in flight at a time. The warps' partial
-//   sums meet in shared memory at the end.
+// - row-major (x @ W): a warp's lanes take a run of 4 of the block's 128
+//   columns each, and the warps take turns down K in chunks of 4 rows (warp w:
+//   chunks w, w + WARPS, ...), CHUNKS chunks' loads in flight at a time. The
+//   warps' partial sums meet in shared memory at the end.
 // - column-major (x @ W.T, nn.Linear's layout): a warp takes 16 columns and
-//   reads them all at once, its lanes along K in float4s (512 contiguous bytes
-//   of each column per load: 16 loads in flight a lane). One transposing warp
-//   reduction per 32 sums (sgemm::warp_sum_spread) ends it.
+//   reads them all at once, its lanes along K in runs of 4 (512 contiguous
+//   bytes of each float32 column per load: 16 loads in flight a lane). One
+//   transposing warp reduction per 32 sums (sgemm::warp_sum_spread) ends it.
 // A's rows are read through L1 at every step (a few KB, the same for every
-// block). Operands that cannot be read in aligned float4s (other strides, an
+// block). Operands that cannot be read in aligned runs (other strides, an
 // unaligned start, a last partial chunk or column group) take the same loops
 // through Operand::load4, which reads element by element and puts zeros
 // outside the matrix.
 //
-// Template constants (mlx_sgemm/specs.py, cuda_small_m_wide): WARPS (threads =
-// 32 WARPS = the spec's threadgroup), U (row-major: chunks in flight).
+// Element types: A and B may be float32, float16 or bfloat16 (TA, TB). A run
+// of 4 is one load (16 bytes of float32, 8 of halves) and becomes float32 in
+// registers (sgemm::Element) before its FMAs. A row-major B of halves keeps
+// twice as many chunks in flight (CHUNKS): the same registers and the same
+// bytes in flight as float32.
+//
+// Template constants (mlx_sgemm/build/specs.py, cuda_small_m_wide): WARPS
+// (threads = 32 WARPS = the spec's threadgroup), U (row-major: chunks of
+// float32 in flight), TA and TB (the operands' element types).
 constexpr int BLOCK_M = 4;   // rows of C per block (= the spec's block_m)
 constexpr int BN = 128;      // columns of C per block (= the spec's block_n)
 constexpr int THREADS = 32 * WARPS;
 constexpr int COLS = BN / WARPS;  // column-major: a warp's columns
 static_assert(COLS * WARPS == BN && COLS <= 32, "column-major: whole column groups per warp");
+constexpr int CHUNKS = U * 4 / sizeof(TB);  // row-major: chunks in flight
+using VA = sgemm::Operand<TA>::Vec4;        // a run of 4 of A / of B, as in memory
+using VB = sgemm::Operand<TB>::Vec4;
 
 // The warps' partial sums (row-major), or the block's results (column-major).
 __shared__ float4 sums[WARPS][BLOCK_M][BN / 4];
 
-const sgemm::Tile t = sgemm::locate_tile(
+const sgemm::Tile<TA, TB> t = sgemm::locate_tile(
     BLOCK_M, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
 
 // The grid and thread count come from the spec; one that disagrees with this
@@ -58,7 +68,8 @@ if (blockDim.x != THREADS || params[sgemm::P_TILES_N] != (t.N + BN - 1) / BN) {
 const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 const int K = t.K;
 const int rows = min(BLOCK_M, t.M - t.row0);
-const sgemm::Operand A = t.A, B = t.B;
+const sgemm::Operand<TA> A = t.A;
+const sgemm::Operand<TB> B = t.B;
 const bool a_vector = A.vectorizes<sgemm::ROW_MAJOR>();
 // A's rows; a row past M repeats the last one (in bounds; never stored).
 auto a_row = [&](int r) { return A.p + min(t.row0 + r, t.M - 1) * A.rs; };
@@ -85,23 +96,26 @@ auto row_major = [&](auto rows_of_c) {
   };
   int q = warp;
   if (a_vector && b_vector && col + 3 < t.N) {
-    // Whole chunks, aligned: 16-byte loads, U chunks' loads issued before their FMAs.
-    const float* const b_col = B.p + col;
+    // Whole chunks, aligned: one load a run, CHUNKS chunks' loads issued before
+    // their FMAs.
+    const TB* const b_col = B.p + col;
     const int whole = K / 4;
-    for (; q + WARPS * (U - 1) < whole; q += WARPS * U) {
-      float4 w[U][4];
+    for (; q + WARPS * (CHUNKS - 1) < whole; q += WARPS * CHUNKS) {
+      VB w[CHUNKS][4];
 #pragma unroll
-      for (int u = 0; u < U; ++u)
+      for (int u = 0; u < CHUNKS; ++u)
 #pragma unroll
         for (int v = 0; v < 4; ++v)  // streamed: read once, kept out of L1's way
-          w[u][v] = __ldcs(reinterpret_cast<const float4*>(b_col + (4 * (q + WARPS * u) + v) * B.rs));
+          w[u][v] = __ldcs(reinterpret_cast<const VB*>(b_col + (4 * (q + WARPS * u) + v) * B.rs));
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        float4 x[ROWS];
+      for (int u = 0; u < CHUNKS; ++u) {
+        float4 x[ROWS], wf[4];
 #pragma unroll
         for (int r = 0; r < ROWS; ++r)
-          x[r] = __ldg(reinterpret_cast<const float4*>(a_row(r) + 4 * (q + WARPS * u)));
-        multiply(x, w[u]);
+          x[r] = sgemm::Element<TA>::to_float4(__ldg(reinterpret_cast<const VA*>(a_row(r) + 4 * (q + WARPS * u))));
+#pragma unroll
+        for (int v = 0; v < 4; ++v) wf[v] = sgemm::Element<TB>::to_float4(w[u][v]);
+        multiply(x, wf);
       }
     }
   }
@@ -138,18 +152,19 @@ auto col_major = [&](auto rows_of_c) {
   int k = 4 * lane;
   if (a_vector && b_vector) {
     // Columns past N repeat column N - 1 (in bounds; never stored).
-    const float* col_p[COLS];
+    const TB* col_p[COLS];
 #pragma unroll
     for (int j = 0; j < COLS; ++j) col_p[j] = B.p + min(n0 + j, t.N - 1) * B.cs;
     for (; k + 3 < K; k += 128) {
-      float4 w[COLS];
+      VB w[COLS];
 #pragma unroll
-      for (int j = 0; j < COLS; ++j) w[j] = __ldcs(reinterpret_cast<const float4*>(col_p[j] + k));
+      for (int j = 0; j < COLS; ++j) w[j] = __ldcs(reinterpret_cast<const VB*>(col_p[j] + k));
 #pragma unroll
       for (int r = 0; r < ROWS; ++r) {
-        const float4 x = __ldg(reinterpret_cast<const float4*>(a_row(r) + k));
+        const float4 x = sgemm::Element<TA>::to_float4(__ldg(reinterpret_cast<const VA*>(a_row(r) + k)));
 #pragma unroll
-        for (int j = 0; j < COLS; ++j) multiply(x, w[j], sum_of(acc, COLS * r + j));
+        for (int j = 0; j < COLS; ++j)
+          multiply(x, sgemm::Element<TB>::to_float4(w[j]), sum_of(acc, COLS * r + j));
       }
     }
   }

@@ -4,11 +4,13 @@
 // A TILE x TILE block of threads computes a TILE x TILE block of C. Each step
 // along K, every thread loads one element of A and one of B into shared memory,
 // and then all threads read the whole TILE-wide strips from there: each element
-// fetched from device memory is used TILE times instead of once.
+// fetched from device memory is used TILE times instead of once. Operands of
+// float16 or bfloat16 (TA, TB) are converted to float32 on their way into
+// shared memory (sgemm::Operand::at).
 __shared__ float As[TILE][TILE];
 __shared__ float Bs[TILE][TILE];
 
-const sgemm::Tile t = sgemm::locate_tile(
+const sgemm::Tile<TA, TB> t = sgemm::locate_tile(
     TILE, TILE, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
 const int tx = threadIdx.x, ty = threadIdx.y;
 const int row = t.row0 + ty;

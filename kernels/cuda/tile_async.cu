@@ -17,6 +17,8 @@
 // A copy cannot transpose, so each operand's tiles keep its own orientation in
 // shared memory (sgemm::SmemTile) and the main loop is compiled per layout pair.
 // SPLIT: 3xTF32 (float32 accuracy) or single-pass TF32 (cuBLAS's TF32 mode).
+// float32 operands only: a copy moves bytes, and the tensor cores read these
+// tiles as float32, so half operands are cast to float32 (in MLX) first.
 // The warp tiling is tile_simdgroup's (sgemm::warp_tile_mma).
 constexpr int WARPS_N = BN / WN;
 constexpr int THREADS = (BM / WM) * WARPS_N * 32;
@@ -30,7 +32,7 @@ constexpr int A_FLOATS = sgemm::SmemTile<sgemm::ROW_MAJOR, BM, BK>::MAX_FLOATS;
 constexpr int B_FLOATS = sgemm::SmemTile<sgemm::ROW_MAJOR, BK, BN>::MAX_FLOATS;
 constexpr int STAGE_FLOATS = A_FLOATS + B_FLOATS;
 
-const sgemm::Tile t = sgemm::locate_tile<GROUP_M>(
+const sgemm::Tile<> t = sgemm::locate_tile<GROUP_M>(
     BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
 const int warp = threadIdx.x / 32;
 const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;

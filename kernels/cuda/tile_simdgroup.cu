@@ -16,7 +16,9 @@
 //
 // Block: BM x BN = 128x128 outputs, 8 warps as 2 (rows) x 4 (columns), each warp
 // a WM x WN = 64x32 tile of 4x4 m16n8 products (sgemm::warp_tile_mma). K
-// advances BK = 8 at a time through shared memory, loaded through registers.
+// advances BK = 8 at a time through shared memory, loaded through registers,
+// where operands of float16 or bfloat16 (TA, TB) become float32: the tiles,
+// and the 3xTF32 split of them, are float32 whatever the operands' type.
 constexpr int WARPS_N = BN / WN;
 constexpr int THREADS = (BM / WM) * WARPS_N * 32;
 static_assert(THREADS == 256, "the spec launches 256 threads");
@@ -28,7 +30,7 @@ using BTile = sgemm::SmemTile<sgemm::ROW_MAJOR, BK, BN>;
 __shared__ __align__(16) float As[ATile::FLOATS];
 __shared__ __align__(16) float Bs[BTile::FLOATS];
 
-const sgemm::Tile t = sgemm::locate_tile(
+const sgemm::Tile<TA, TB> t = sgemm::locate_tile(
     BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
 const int warp = threadIdx.x / 32;
 const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;

@@ -20,6 +20,10 @@
 // (docs/performance-log.md, "tile_threads: one 128x256 block per SM"). The M2
 // SGEMM journey's 4x4-per-thread, 8x8-thread layout suits the smaller Apple
 // register file; see kernels/metal/tile_threads.metal.
+//
+// Operands of float16 or bfloat16 (TA, TB) stay so in registers between their
+// loads and their stores to shared memory, where they become float32
+// (sgemm::KTileStager): the k-tiles and the FMAs are float32.
 static_assert(TM % 4 == 0 && TN % 4 == 0, "a thread's rows and columns come in runs of 4");
 constexpr int THREADS = (BM / TM) * (BN / TN);
 
@@ -45,7 +49,7 @@ constexpr int LDA = BM + 4, LDB = BN + 4;
 __shared__ __align__(16) float As[2][BK][LDA];
 __shared__ __align__(16) float Bs[2][BK][LDB];
 
-const sgemm::Tile t = sgemm::locate_tile(
+const sgemm::Tile<TA, TB> t = sgemm::locate_tile(
     BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
 
 // As is the K x M view of A: its layout decides how A's tile is read (16 bytes
@@ -56,12 +60,12 @@ sgemm::with_layouts(t.A.transposed(), t.B, [&](auto a_layout, auto b_layout) SGE
   // First row and column of the thread's first runs, in the block.
   const int m0 = (warp / WARPS_N) * WM + (lane / LANES_N) * 4;
   const int n0 = (warp % WARPS_N) * WN + (lane % LANES_N) * 4;
-  const sgemm::Operand& B = t.B;
+  const sgemm::Operand<TB>& B = t.B;
 
   // Blocks whose tiles lie inside A and B (all but the edge blocks) load
   // every whole k-tile by a plan made once (KTileStager::Plan).
-  using AStager = sgemm::KTileStager<BK, BM, THREADS, AL>;
-  using BStager = sgemm::KTileStager<BK, BN, THREADS, BL>;
+  using AStager = sgemm::KTileStager<BK, BM, THREADS, AL, TA>;
+  using BStager = sgemm::KTileStager<BK, BN, THREADS, BL, TB>;
   const int K = t.K;
   const bool a_inside = t.A.transposed().template vectorizes<AL>() && t.row0 + BM <= t.M;
   const bool b_inside = B.template vectorizes<BL>() && t.col0 + BN <= t.N;

@@ -27,6 +27,10 @@
 // of C transposed, D = C^T = B^T A^T: B^T's 64 x 8 fragments are loaded from
 // shared memory into registers, A's tile is read by the tensor cores.
 //
+// float32 operands only: cp.async and the TMA move bytes into the tiles that
+// wgmma reads as float32 (A straight from shared memory), so half operands are
+// cast to float32 (in MLX) first.
+//
 // Block: BM x 128 of C (below), 384 threads = 3 warpgroups.
 // - Warpgroup 0, the producer, copies k-tiles of A and B into a ring of STAGES
 //   shared-memory stages with cp.async (A in wgmma's 128-byte swizzled
@@ -122,7 +126,7 @@ auto empty = [](int kt) { return 1 + STAGES + kt % STAGES; };
 constexpr int PRODUCERS_ONLY = 1 + 2 * STAGES;
 __shared__ int saw_non_finite;
 
-const sgemm::Tile t = sgemm::locate_tile<GROUP_M>(
+const sgemm::Tile<> t = sgemm::locate_tile<GROUP_M>(
     BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
 const int k_tiles = (t.K + BK - 1) / BK;
 const int warpgroup = threadIdx.x / 128;

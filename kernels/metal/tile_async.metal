@@ -21,6 +21,8 @@
 // * Any layout: operands that are not row-major with rows 16 bytes apart, or
 //   that MLX passes in `constant` memory, are copied element by element by all
 //   threads into the same buffers (sgemm::copy_tile), still double buffered.
+// * float32 operands only: the async copy moves bytes into the float tiles the
+//   simdgroup matrices read, so half operands are cast to float32 (in MLX) first.
 // * SGEMM_ALPHA_BETA (the gemm spec): C = alpha A B + beta C_in, with c_in
 //   row-major in the shape of c and scalars = [alpha, beta].
 constexpr int SG_TILE = 8 * SIMD_TILE;  // one simdgroup's square of C

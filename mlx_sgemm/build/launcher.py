@@ -47,7 +47,8 @@ def _params_array(params: tuple[int, ...]) -> mx.array:
 def launch(
     spec: specs.KernelSpec, a: mx.array, b: mx.array, stream=None, *, k_splits: int = 1, **extra,
 ) -> mx.array:
-    """Run one kernel on validated float32 operands; the result has matmul's shape.
+    """Run one kernel on validated operands of the spec's element types
+    (``spec.operand_types``); the result, float32, has matmul's shape.
 
     ``k_splits`` > 1 splits K (any kernel: locate_tile): each threadgroup computes
     one stretch of K into a partial product of its own, and the partial products
@@ -87,9 +88,16 @@ def launch_arguments(spec: specs.KernelSpec, p: Plan, k_splits: int = 1) -> tupl
         output_dtypes=[mx.float32] * len(output_shapes),
         grid=grid,
         threadgroup=spec.threadgroup,
-        template=list(spec.template) or None,
+        template=template_arguments(spec),
     )
     return params, shape_args
+
+
+def template_arguments(spec: specs.KernelSpec) -> list | None:
+    """``spec.template_args`` as MLX takes them: a dtype named by a string
+    (the element types TA and TB) as the mx.Dtype."""
+    return [(name, getattr(mx, value) if isinstance(value, str) else value)
+            for name, value in spec.template_args] or None
 
 
 @functools.lru_cache(maxsize=4096)

@@ -44,9 +44,14 @@ METAL_ATTRIBUTES = (
     ("threads_per_threadgroup", "uint3"),
 )
 
-# MLX's type names (get_type_string / dtype_to_cuda_type) for the dtypes we pass.
-_METAL_TYPES = {"float32": "float", "int32": "int32_t", "int64": "int64_t"}
-_CUDA_TYPES = {"float32": "float", "int32": "int32_t", "int64": "int64_t", "int8": "int8_t"}
+# MLX's type names for the dtypes we pass: get_type_string (Metal's types, and
+# a dtype template argument's part of a CUDA kernel's name; MLX's Metal prelude
+# defines float16_t and bfloat16_t) and dtype_to_cuda_type (CUDA's types, from
+# cuda_fp16.h / cuda_bf16.h, which MLX's device header includes).
+_TYPE_STRINGS = {"float32": "float", "float16": "float16_t", "bfloat16": "bfloat16_t",
+                 "int32": "int32_t", "int64": "int64_t", "int8": "int8_t"}
+_CUDA_TYPES = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16",
+               "int32": "int32_t", "int64": "int64_t", "int8": "int8_t"}
 
 CUDA_DEFAULT_HEADER = """
 #include "mlx/backend/cuda/device/utils.cuh"
@@ -90,7 +95,7 @@ def metal_kernel_name(spec: KernelSpec, inputs: list[ArrayInfo]) -> str:
         # after another "_": hence the double underscore.
         name += "__" + "_".join(_template_value(v) for _, v in spec.template)
     for info in inputs:
-        name += "_" + _METAL_TYPES[info.dtype]
+        name += "_" + _TYPE_STRINGS[info.dtype]
         if info.ndim == 0:
             name += "s"
         elif info.size < METAL_MAX_CONSTANT_ARRAY_SIZE:
@@ -118,7 +123,7 @@ def metal_source(spec: KernelSpec, inputs: list[ArrayInfo]) -> str:
     ):
         location = "constant" if info.size < METAL_MAX_CONSTANT_ARRAY_SIZE else "device"
         ref = "&" if info.ndim == 0 else "*"
-        out += f"  const {location} {_METAL_TYPES[info.dtype]}{ref} {iname} [[buffer({index})]],\n"
+        out += f"  const {location} {_TYPE_STRINGS[info.dtype]}{ref} {iname} [[buffer({index})]],\n"
         index += 1
         if info.ndim > 0:
             if has_shape:
@@ -153,8 +158,13 @@ def metal_source(spec: KernelSpec, inputs: list[ArrayInfo]) -> str:
 
 def cuda_kernel_name(spec: KernelSpec) -> str:
     suffix = ""
-    for _, value in spec.template:
-        suffix += ("_t" if value else "_f") if isinstance(value, bool) else f"_{value}"
+    for _, value in spec.template_args:
+        if isinstance(value, bool):
+            suffix += "_t" if value else "_f"
+        elif isinstance(value, str):  # a dtype
+            suffix += "_" + _TYPE_STRINGS[value]
+        else:
+            suffix += f"_{value}"
     return "custom_kernel_" + spec.name + suffix
 
 
@@ -179,10 +189,12 @@ def cuda_source(spec: KernelSpec, inputs: list[ArrayInfo]) -> str:
     for i, (oname, dtype) in enumerate(zip(spec.output_names, output_dtypes)):
         out += f"    {_CUDA_TYPES[dtype]}* {oname}"
         out += ",\n" if i < len(spec.output_names) - 1 else ") {\n"
-    if spec.template:
-        for tname, value in spec.template:
+    if spec.template_args:
+        for tname, value in spec.template_args:
             if isinstance(value, bool):
                 out += f"  constexpr bool {tname} = {'true' if value else 'false'};\n"
+            elif isinstance(value, str):  # a dtype
+                out += f"  using {tname} = {_CUDA_TYPES[value]};\n"
             else:
                 out += f"  constexpr int {tname} = {value};\n"
         out += "\n"
@@ -197,10 +209,12 @@ def declared_infos(spec: KernelSpec, size: int = 4096) -> list[ArrayInfo]:
     return [ArrayInfo(dtype, 1, size) for dtype in spec.input_dtypes]
 
 
-def operand_infos(a_shape, b_shape, params_len: int) -> list[ArrayInfo]:
-    """ArrayInfo for a launch's three inputs (float32 a and b, int32 params)."""
+def operand_infos(spec: KernelSpec, a_shape, b_shape, params_len: int) -> list[ArrayInfo]:
+    """ArrayInfo for a launch of ``spec``'s three inputs: a and b of the
+    spec's element types, int32 params."""
+    a_type, b_type = spec.operand_types
     return [
-        ArrayInfo("float32", len(a_shape), math.prod(a_shape)),
-        ArrayInfo("float32", len(b_shape), math.prod(b_shape)),
+        ArrayInfo(a_type, len(a_shape), math.prod(a_shape)),
+        ArrayInfo(b_type, len(b_shape), math.prod(b_shape)),
         ArrayInfo("int32", 1, params_len),
     ]

@@ -8,12 +8,27 @@ check), so the two cannot drift apart.
 
 Every kernel has the same interface: inputs ``a`` (..., M, K), ``b`` (..., K, N)
 and ``params`` (int32, layout in :mod:`mlx_sgemm.dispatch.problem`), output ``c``
-(..., M, N). Each threadgroup computes one ``block_m x block_n`` tile of one batch
-entry; the grid enumerates those tiles on its x axis.
+(..., M, N), float32. Each threadgroup computes one ``block_m x block_n`` tile of
+one batch entry; the grid enumerates those tiles on its x axis.
+
+Element types. A kernel that ``converts_on_load`` reads float16 and bfloat16
+operands as they are, each element converted to float32 as it is loaded
+(exactly: every half value is a float32 value), and computes and accumulates in
+float32; :meth:`KernelSpec.reading` gives its instance for a pair of element
+types (``operand_types``), a spec of its own. On CUDA the types are the
+template types ``TA`` and ``TB`` (MLX writes ``using TA = __nv_bfloat16;``), and
+in the kernel's name: MLX keeps compiled CUDA modules by name alone. On Metal
+they are the element type of the pointers in the signature MLX writes (``const
+device bfloat16_t* a``), which the Metal headers' ``Operand<P>`` takes as its
+template parameter; MLX names a Metal kernel after its inputs' dtypes. The other
+kernels (``tile_async``, ``tile_wgmma``, the fused ``gemm``) copy bytes into
+tiles that the matrix units read as float32 (cp.async, TMA, simdgroup_async_copy),
+which leaves no step to convert in: their operands are cast to float32 first.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from . import sources
@@ -21,6 +36,9 @@ from . import sources
 INPUT_NAMES = ("a", "b", "params")
 OUTPUT_NAMES = ("c",)
 BACKENDS = ("metal", "cuda")
+# The element types an operand may have, by MLX's dtype names.
+ELEMENT_TYPES = ("float32", "float16", "bfloat16")
+FLOAT32_OPERANDS = ("float32", "float32")
 
 
 @dataclass(frozen=True)
@@ -55,6 +73,13 @@ class KernelSpec:
     # float32, params int32; every output float32.
     input_dtypes: tuple[str, ...] = ()
     output_dtypes: tuple[str, ...] = ()
+    # Whether the kernel reads float16 / bfloat16 operands itself, converting
+    # each element to float32 as it loads it (see the module docstring); False:
+    # it reads float32 alone.
+    converts_on_load: bool = False
+    # The element types of a and b this instance reads (ELEMENT_TYPES; float32
+    # unless converts_on_load): see reading().
+    operand_types: tuple[str, str] = FLOAT32_OPERANDS
 
     @property
     def name(self) -> str:
@@ -71,6 +96,28 @@ class KernelSpec:
     @property
     def input_names(self) -> tuple[str, ...]:
         return self.inputs
+
+    def reading(self, a_type: str, b_type: str) -> KernelSpec:
+        """This kernel for operands of element types ``a_type`` and ``b_type``
+        (ELEMENT_TYPES): its instance that reads them as they are where it
+        converts on load, else this float32 instance (the operands are then
+        cast to float32 before it)."""
+        for name, t in (("a", a_type), ("b", b_type)):
+            if t not in ELEMENT_TYPES:
+                raise ValueError(f"{name}'s element type must be one of {ELEMENT_TYPES}, got {t!r}")
+        if not self.converts_on_load:
+            return self
+        return dataclasses.replace(self, operand_types=(a_type, b_type))
+
+    @property
+    def template_args(self) -> tuple[tuple[str, int | bool | str], ...]:
+        """The template MLX is handed: the spec's constants, and on CUDA, for a
+        kernel that converts on load, its operands' element types as ``TA`` and
+        ``TB`` (dtype names). On Metal the element type is the pointers' type in
+        MLX's signature, so it needs no template argument."""
+        if self.backend == "cuda" and self.converts_on_load:
+            return (*self.template, ("TA", self.operand_types[0]), ("TB", self.operand_types[1]))
+        return self.template
 
     @property
     def output_names(self) -> tuple[str, ...]:
@@ -181,8 +228,10 @@ def cuda_wgmma(
 
 def cuda_small_m(BN: int = 32, WARPS: int = 8, STAGES: int = 4) -> KernelSpec:
     """small_m on CUDA (kernels/cuda/small_m.cu): blocks of 8 rows of C and BN
-    columns, 32 * WARPS threads walking K through a ring of STAGES cp.async
-    windows of 16 * threads floats of B and 8 x (16 * threads / BN) of A.
+    columns, 32 * WARPS threads walking K through a ring of cp.async windows of
+    16 * threads elements of B and 8 x (16 * threads / BN) of A: STAGES windows
+    of float32, and as many windows of the operands' element types as fit in
+    their bytes (twice as many of halves: the same bytes of B in flight).
     block_n and the shared memory follow from the template; min_blocks is what
     fits in an SM's shared memory, with at least 96 registers a thread."""
     threads = 32 * WARPS
@@ -196,17 +245,20 @@ def cuda_small_m(BN: int = 32, WARPS: int = 8, STAGES: int = 4) -> KernelSpec:
         (("BN", BN), ("WARPS", WARPS), ("STAGES", STAGES)),
         shared_memory=shared,
         min_blocks=max(1, min(fit, 65536 // (96 * threads))),
+        converts_on_load=True,
     )
 
 
 def cuda_small_m_wide(WARPS: int = 8, U: int = 4) -> KernelSpec:
     """small_m_wide on CUDA (kernels/cuda/small_m_wide.cu): blocks of 4 rows and
     128 columns of C, 32 * WARPS threads loading B straight into registers; for
-    a row-major B, U chunks of 4 rows in flight per warp."""
+    a row-major B, U chunks of 4 rows of float32 in flight per warp (2 U of
+    halves, in the same registers)."""
     return KernelSpec(
         "small_m_wide", "cuda", "small_m_wide.cu", (32 * WARPS, 1, 1), 4, 128,
         (("WARPS", WARPS), ("U", U)),
         min_blocks=1,  # registers capped to what lets the block launch at all
+        converts_on_load=True,
     )
 
 
@@ -287,9 +339,11 @@ _SPECS = {
     "cuda": [
         # One thread per output; 32 threads along N so a warp's loads of B and
         # stores of C are coalesced.
-        KernelSpec("naive", "cuda", "naive.cu", (32, 8, 1), 8, 32),
-        KernelSpec("tile_16", "cuda", "tile.cu", (16, 16, 1), 16, 16, (("TILE", 16),)),
-        KernelSpec("tile_32", "cuda", "tile.cu", (32, 32, 1), 32, 32, (("TILE", 32),)),
+        KernelSpec("naive", "cuda", "naive.cu", (32, 8, 1), 8, 32, converts_on_load=True),
+        KernelSpec("tile_16", "cuda", "tile.cu", (16, 16, 1), 16, 16, (("TILE", 16),),
+                   converts_on_load=True),
+        KernelSpec("tile_32", "cuda", "tile.cu", (32, 32, 1), 32, 32, (("TILE", 32),),
+                   converts_on_load=True),
         # 256 threads x 8x16 outputs each = a 128x256 tile, warp-tiled, k-tiles
         # of 8 double-buffered in shared memory, each thread's fragments read a
         # k ahead (see tile_threads.cu); one block an SM: each k-tile copied
@@ -300,12 +354,13 @@ _SPECS = {
         KernelSpec(
             "tile_threads", "cuda", "tile_threads.cu", (256, 1, 1), 128, 256,
             (("BM", 128), ("BN", 256), ("BK", 8), ("TM", 8), ("TN", 16)),
-            min_blocks=1,
+            min_blocks=1, converts_on_load=True,
         ),
         # 8 warps, each a 64x32 warp tile of m16n8k8 tensor-core products.
         KernelSpec(
             "tile_simdgroup", "cuda", "tile_simdgroup.cu", (256, 1, 1), 128, 128,
             (("BM", 128), ("BN", 128), ("BK", 8), ("WM", 64), ("WN", 32)),
+            converts_on_load=True,
         ),
         cuda_pipelined(),
         cuda_wgmma(),
@@ -322,30 +377,37 @@ _SPECS = {
         cuda_small_m_wide(),
     ],
     # Every Metal kernel reads a_strides / b_strides, so MLX passes any layout
-    # as it is (transposed views, slices, broadcasts): no copies.
+    # as it is (transposed views, slices, broadcasts): no copies. All but
+    # tile_async and gemm read operands through sgemm::Operand<P> alone, which
+    # converts each element to float32 as it reads it.
     "metal": [
-        KernelSpec("naive", "metal", "naive.metal", (16, 16, 1), 16, 16),
-        KernelSpec("tile_16", "metal", "tile.metal", (16, 16, 1), 16, 16, (("TILE", 16),)),
-        KernelSpec("tile_32", "metal", "tile.metal", (32, 32, 1), 32, 32, (("TILE", 32),)),
+        KernelSpec("naive", "metal", "naive.metal", (16, 16, 1), 16, 16, converts_on_load=True),
+        KernelSpec("tile_16", "metal", "tile.metal", (16, 16, 1), 16, 16, (("TILE", 16),),
+                   converts_on_load=True),
+        KernelSpec("tile_32", "metal", "tile.metal", (32, 32, 1), 32, 32, (("TILE", 32),),
+                   converts_on_load=True),
         # The M2 SGEMM journey's choice: 8x8 threads, 4x4 outputs each, a 32x32 tile, TILE_K 16.
         KernelSpec(
             "tile_threads", "metal", "tile_threads.metal", (8, 8, 1), 32, 32,
-            (("TILE_K", 16), ("WPT", 4)),
+            (("TILE_K", 16), ("WPT", 4)), converts_on_load=True,
         ),
         # 4 simdgroups, each a 16x16 block of 2x2 simdgroup_float8x8 accumulators.
         KernelSpec(
             "tile_simdgroup", "metal", "tile_simdgroup.metal", (128, 1, 1), 32, 32,
             (("BM", 32), ("BN", 32), ("SG_M", 16), ("SG_N", 16), ("TILE_K", 16)),
+            converts_on_load=True,
         ),
         # matmul's small-M variant (M <= 8), Akunu's GEMM chapter's "small" GEMM: the same
         # kernel with an 8x128 block, 4 simdgroups of 8x32 side by side.
         KernelSpec(
             "small_m", "metal", "tile_simdgroup.metal", (128, 1, 1), 8, 128,
             (("BM", 8), ("BN", 128), ("SG_M", 8), ("SG_N", 32), ("TILE_K", 16)),
+            converts_on_load=True,
         ),
         # Fast Matrix Multiply on an Apple GPU's best: SW x SW = 2x2 simdgroups of SIMD_TILE x SIMD_TILE = 4x4
         # accumulators (a 64x64 block), k-tiles of 16 fetched by simdgroup_async_copy,
-        # double buffered. The same source, with SGEMM_ALPHA_BETA, is gemm:
+        # double buffered (float32 operands: the async copy moves bytes into the
+        # float tiles the simdgroup matrices read). The same source, with SGEMM_ALPHA_BETA, is gemm:
         # C = alpha A B + beta C_in (inputs c_in, the output's shape, row-contiguous,
         # and scalars = [alpha, beta]).
         KernelSpec(
@@ -388,3 +450,11 @@ def spec(stage: str, backend: str) -> KernelSpec:
         if s.stage == stage:
             return s
     raise ValueError(f"no {backend} kernel for stage {stage!r}")
+
+
+def element_type_instances(backend: str) -> list[KernelSpec]:
+    """Every instance of ``backend``'s kernels that converts on load for a pair
+    of element types other than float32's (specs() has those): a kernel per
+    (stage, a's type, b's type)."""
+    return [spec.reading(a, b) for spec in _SPECS[backend] if spec.converts_on_load
+            for a in ELEMENT_TYPES for b in ELEMENT_TYPES if (a, b) != FLOAT32_OPERANDS]

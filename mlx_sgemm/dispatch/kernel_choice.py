@@ -15,6 +15,13 @@ tile_async's single TF32 pass. On Metal the pipelined simdgroup-matrix kernel
 (tile_async) is the choice, and for M <= 8 the 8-row variant of
 tile_simdgroup (small_m, after Akunu's GEMM chapter's small GEMM). Neither Metal choice is measured here (no Apple GPU).
 
+The choice is by shape and precision, not by the operands' dtypes: for
+float16 / bfloat16 operands the chosen kernel runs as its instance for their
+element types where it converts on load (``Launch.reading``: the small-M
+kernels, which matmul picks for up to 8 rows, among others), and the others
+get their half operands cast to float32 first; ``operand_conversions`` says
+which, per operand (``mlx_sgemm.explain`` shows it).
+
 That is the heuristic. ``mlx_sgemm.autotune`` times the candidates for a shape
 instead, once per (device, precision, shape class), and what it found (kept in
 mlx_sgemm.dispatch.tuning_cache's cache) takes precedence.
@@ -184,9 +191,32 @@ class Launch:
 
     @property
     def key(self) -> str:
-        """A name for the autotune cache: the spec's stage and template, the split."""
+        """A name for the autotune cache: the spec's stage and template, the split
+        (not the operands' element types: a choice holds for every dtype)."""
         template = ",".join(f"{k}={int(v)}" for k, v in self.spec.template)
         return f"{self.spec.stage}[{template}]/{self.k_splits}"
+
+    def reading(self, a_type: str, b_type: str) -> Launch:
+        """This launch for operands of element types ``a_type`` and ``b_type``:
+        its kernel's instance that converts them on load where it can
+        (:meth:`specs.KernelSpec.reading`), the same split."""
+        return Launch(self.spec.reading(a_type, b_type), self.k_splits)
+
+
+# How an operand reaches a kernel (operand_conversions): float32 as it is; a
+# half the kernel reads itself, converting each element as it loads it; or a
+# half cast to float32 first, by one astype of the whole operand in MLX.
+AS_IS, CONVERTED_ON_LOAD, CAST = "as is", "converted on load", "cast"
+
+
+def operand_conversions(spec: specs.KernelSpec, a_type: str, b_type: str) -> dict[str, str]:
+    """For operands ``a`` and ``b`` of element types ``a_type`` and ``b_type``
+    (dtype names), how each reaches ``spec`` (an instance from
+    :meth:`Launch.reading`): AS_IS, CONVERTED_ON_LOAD or CAST."""
+    return {
+        name: AS_IS if given == "float32" else CONVERTED_ON_LOAD if read == given else CAST
+        for name, given, read in zip("ab", (a_type, b_type), spec.operand_types)
+    }
 
 
 def heuristic(backend: str, precision: str, p: Plan, wgmma: bool | None = None) -> Launch:

@@ -5,15 +5,20 @@ registry hands to mx.fast.cuda_kernel, and compiled twice: by NVRTC with MLX's
 options (the compiler MLX really uses: no C++ standard library), and by nvcc for
 ptxas's resource report. MLX's own device header, which lives inside libmlx, is
 replaced by a stub with the same includes and the two types our kernels use.
-The GPU run compiles the real thing.
+The GPU run compiles the real thing. The kernels that convert float16 and
+bfloat16 operands on load compile for those element types too (by NVRTC; see
+ELEMENT_TYPE_SPECS).
 
 Set MLX_SGEMM_REQUIRE_CUDA_TOOLS=1 (CI does) to fail rather than skip when a
 compiler is missing.
 """
 
+import concurrent.futures
+import functools
 import os
 import re
 import shutil
+from multiprocessing import get_context
 
 import pytest
 
@@ -22,6 +27,7 @@ from mlx_sgemm.dispatch import kernel_choice
 from mlx_sgemm.dispatch.problem import plan
 
 from .cuda_compilers import (
+    CompileError,
     find_libnvrtc,
     nvcc_compile,
     nvrtc_compile,
@@ -48,7 +54,7 @@ def full_source(spec) -> str:
     if spec.input_dtypes:
         return signatures.cuda_source(spec, signatures.declared_infos(spec))
     p = plan((3, 1, 33, 17), (2, 17, 65))
-    inputs = signatures.operand_infos(p.a_shape, p.b_shape, len(p.params(1, 1)))
+    inputs = signatures.operand_infos(spec, p.a_shape, p.b_shape, len(p.params(1, 1)))
     return signatures.cuda_source(spec, inputs)
 
 
@@ -79,6 +85,65 @@ def test_nvrtc_compiles_as_mlx_does(spec):
     check_resources(spec, nvrtc_compile(full_source(spec)))
 
 
+# The instances of the kernels that read float16 / bfloat16 operands and
+# convert them on load (specs.element_type_instances), in the pairs of element
+# types that put each type in each operand and every mix of sizes (2 and 2,
+# 2 and 4, 4 and 2 bytes): the other pairs differ from these only in which of
+# the same conversions meets which operand. Compiled by NVRTC, the compiler
+# MLX uses, with ptxas's report (nvcc's check of the float32 instances covers
+# the offline compiler), all at once on the machine's cores: one at a time
+# they would add half a minute to the suite.
+COMPILED_PAIRS = (("float16", "bfloat16"), ("bfloat16", "float32"), ("float32", "float16"))
+ELEMENT_TYPE_SPECS = [s for s in specs.element_type_instances("cuda") if s.operand_types in COMPILED_PAIRS]
+
+
+def type_id(spec) -> str:
+    return f"{spec.stage}-{spec.operand_types[0]}@{spec.operand_types[1]}"
+
+
+def build_with_nvrtc(spec):
+    """NVRTC's (log, PTX) for spec, or the error it raised (for the test of that spec)."""
+    try:
+        return nvrtc_compile_ptx(full_source(spec))
+    except CompileError as e:
+        return e
+
+
+@functools.cache
+def element_type_builds() -> dict:
+    """spec -> build_with_nvrtc(spec) for every ELEMENT_TYPE_SPECS, in processes
+    of their own (NVRTC compiles one program at a time in a process)."""
+    with concurrent.futures.ProcessPoolExecutor(os.cpu_count() or 1, mp_context=get_context("fork")) as pool:
+        return dict(zip(ELEMENT_TYPE_SPECS, pool.map(build_with_nvrtc, ELEMENT_TYPE_SPECS)))
+
+
+def element_type_build(spec) -> tuple[str, str]:
+    needs(find_libnvrtc() is not None, "libnvrtc (pip install nvidia-cuda-nvrtc)")
+    built = element_type_builds()[spec]
+    if isinstance(built, Exception):
+        raise built
+    return built
+
+
+def test_every_kernel_that_converts_on_load_is_compiled_for_every_element_type():
+    converting = {s.stage for s in specs.specs("cuda") if s.converts_on_load}
+    assert converting and {s.stage for s in ELEMENT_TYPE_SPECS} == converting
+    for stage in converting:
+        pairs = [s.operand_types for s in ELEMENT_TYPE_SPECS if s.stage == stage]
+        for position in (0, 1):
+            assert {p[position] for p in pairs} == set(specs.ELEMENT_TYPES), (stage, pairs)
+
+
+@pytest.mark.parametrize("spec", ELEMENT_TYPE_SPECS, ids=type_id)
+def test_nvrtc_compiles_every_element_type(spec):
+    log, _ = element_type_build(spec)
+    check_resources(spec, log)
+    a_type, b_type = (signatures._CUDA_TYPES[t] for t in spec.operand_types)
+    source = full_source(spec)
+    assert f"const {a_type}* a," in source and f"const {b_type}* b," in source
+    assert f"using TA = {a_type};" in source and f"using TB = {b_type};" in source
+
+
 @pytest.mark.parametrize("spec", CUDA_SPECS, ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
 def test_nvcc_compiles_for_sm90a(spec, tmp_path):
     needs(shutil.which("nvcc") is not None, "nvcc (CUDA 13)")
@@ -97,14 +162,22 @@ def test_generated_signature_is_mlx_shaped():
     spec = specs.spec("tile_16", "cuda")
     p = plan((5, 7), (7, 3))
     src = signatures.cuda_source(
-        spec, signatures.operand_infos(p.a_shape, p.b_shape, len(p.params(16, 16)))
+        spec, signatures.operand_infos(spec, p.a_shape, p.b_shape, len(p.params(16, 16)))
     )
-    assert f"__global__ void custom_kernel_{spec.name}_16(" in src
+    # MLX's template hash: _16, then each dtype argument's get_type_string.
+    assert f"__global__ void custom_kernel_{spec.name}_16_float_float(" in src
     assert spec.name.startswith("sgemm_tile_16_")  # + the digest of the files it includes
     assert f'#include "{sources.path("cuda", "tile.cu")}"' in src
     assert "const float* a,\n    const __grid_constant__ Shape a_shape," in src
     assert "const int32_t* params,\n    float* c) {" in src
-    assert "constexpr int TILE = 16;" in src
+    assert "constexpr int TILE = 16;\n  using TA = float;\n  using TB = float;\n" in src
+    # Another element type is another kernel name: MLX keeps CUDA modules by name.
+    half = spec.reading("bfloat16", "float16")
+    src = signatures.cuda_source(
+        half, signatures.operand_infos(half, p.a_shape, p.b_shape, len(p.params(16, 16))))
+    assert f"__global__ void custom_kernel_{spec.name}_16_bfloat16_t_float16_t(" in src
+    assert "const __nv_bfloat16* a," in src and "const __half* b," in src
+    assert "using TA = __nv_bfloat16;\n  using TB = __half;\n" in src
 
 
 @pytest.mark.parametrize("spec", CUDA_SPECS, ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
@@ -154,10 +227,18 @@ GENERIC_ACCESS = re.compile(
     r"^\s*(?:@!?%p\d+\s+)?((?:ld|st)(?:\.(?!shared|global|param|local|const)\w+)*)\s", re.M)
 
 
+def check_no_generic_accesses(ptx: str):
+    assert ".entry" in ptx, "no PTX came back"
+    assert not GENERIC_ACCESS.findall(ptx), GENERIC_ACCESS.findall(ptx)[:5]
+
+
 @pytest.mark.parametrize("spec", [s for s in CUDA_SPECS if s.stage in SHARED_AS_SHARED],
                          ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
 def test_no_generic_memory_accesses(spec):
     needs(find_libnvrtc() is not None, "libnvrtc (pip install nvidia-cuda-nvrtc)")
-    _, ptx = nvrtc_compile_ptx(full_source(spec))
-    assert ".entry" in ptx, "no PTX came back"
-    assert not GENERIC_ACCESS.findall(ptx), GENERIC_ACCESS.findall(ptx)[:5]
+    check_no_generic_accesses(nvrtc_compile_ptx(full_source(spec))[1])
+
+
+@pytest.mark.parametrize("spec", [s for s in ELEMENT_TYPE_SPECS if s.stage in SHARED_AS_SHARED], ids=type_id)
+def test_no_generic_memory_accesses_for_any_element_type(spec):
+    check_no_generic_accesses(element_type_build(spec)[1])

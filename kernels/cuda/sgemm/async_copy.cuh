@@ -1,5 +1,5 @@
 // Asynchronous copies (cp.async, sm_80+): device memory -> shared memory without
-// registers, so later k-tiles load while the warps compute; tiles, float4s, copy plans.
+// registers, so later k-tiles load while the warps compute; tiles, runs of 4, copy plans.
 #ifndef MLX_SGEMM_ASYNC_COPY_CUH
 #define MLX_SGEMM_ASYNC_COPY_CUH
 
@@ -9,17 +9,19 @@
 
 namespace sgemm {
 
-// Copy `bytes` (16 or 4) from gmem to smem; source bytes past `src_bytes` are
-// not read and their destination is zero-filled (how edge tiles get zeros).
+// Copy BYTES (16, 8 or 4: what cp.async can) from gmem to smem; source bytes
+// past `src_bytes` are not read and their destination is zero-filled (how edge
+// tiles get zeros). 16-byte copies bypass L1 (.cg), the others cannot.
 template <int BYTES>
-__device__ inline void cp_async(float* smem, const float* gmem, int src_bytes) {
+__device__ inline void cp_async(void* smem, const void* gmem, int src_bytes) {
+  static_assert(BYTES == 16 || BYTES == 8 || BYTES == 4, "cp.async copies 4, 8 or 16 bytes");
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   if (BYTES == 16) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
                  :: "r"(dst), "l"(gmem), "r"(src_bytes));
   } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
-                 :: "r"(dst), "l"(gmem), "r"(src_bytes));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n"
+                 :: "r"(dst), "l"(gmem), "n"(BYTES), "r"(src_bytes));
   }
 }
 
@@ -30,25 +32,39 @@ template <int N>
 __device__ inline void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
 
 // Start copying the 4 neighbours of (r, c) in direction L (along a row / down
-// a column) into smem[0..3], zeros outside x: one 16-byte copy when x
-// vectorizes in that direction (`vector`, with r or c a multiple of 4), a
-// partial one at the matrix's edge; else 4-byte copies. The tile copies below
-// use it for their 16-byte chunks; small_m for each of its float4s.
-template <Layout L>
-__device__ inline void cp_async_float4(float* smem, const Operand& x, int r, int c, bool vector) {
+// a column) into smem[0..3] as they are in memory (elements of type T), zeros
+// outside x: one Vec4 copy (16 bytes of float, 8 of halves) when x vectorizes
+// in that direction (`vector`, with r or c a multiple of 4), a partial one at
+// the matrix's edge; else element by element: 4-byte copies of float, and of
+// halves (cp.async has no 2-byte copy) plain loads and stores, which wait for
+// their load (only operands whose strides allow no Vec4 take that way). Those
+// stores reach the other threads through the same barrier as the copies. The
+// tile copies below use it for their 16-byte chunks; small_m for each of its
+// runs of 4.
+template <Layout L, typename T>
+__device__ inline void cp_async_vec4(T* smem, const Operand<T>& x, int r, int c, bool vector) {
   const int dr = L == COL_MAJOR, dc = L == ROW_MAJOR;
   const bool line = L == ROW_MAJOR ? r < x.rows : c < x.cols;  // the row (column) exists
   const int valid = line ? max(0, min(4, L == ROW_MAJOR ? x.cols - c : x.rows - r)) : 0;
   if (vector) {
-    cp_async<16>(smem, valid ? &x.p[r * x.rs + c * x.cs] : x.p, 4 * valid);
+    constexpr int BYTES = sizeof(typename Operand<T>::Vec4);
+    cp_async<BYTES>(smem, valid ? &x.p[r * x.rs + c * x.cs] : x.p, int(sizeof(T)) * valid);
     return;
   }
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     const bool in = e < valid;
-    cp_async<4>(smem + e, in ? &x.p[(r + e * dr) * x.rs + (c + e * dc) * x.cs] : x.p, in ? 4 : 0);
+    const T* const src = in ? &x.p[(r + e * dr) * x.rs + (c + e * dc) * x.cs] : x.p;
+    if constexpr (sizeof(T) == 4) cp_async<4>(smem + e, src, in ? 4 : 0);
+    else smem[e] = in ? *src : Element<T>::zero();
   }
 }
+
+// The tile copies (cp_async_tile, cp_async_swizzled_tile, CopyPlan) take
+// float32 operands alone: they move bytes into the tiles the tensor cores read
+// as float32, which leaves no step to convert in. Half operands reach their
+// kernels (tile_async, tile_wgmma) cast to float32 by MLX first
+// (mlx_sgemm/build/specs.py, KernelSpec.converts_on_load).
 
 // Start copying the ROWS x COLS tile of x at (r0, c0) into shared memory
 // (laid out as SmemTile<L, ROWS, COLS>), zeros outside x. With 16-byte aligned
@@ -56,7 +72,7 @@ __device__ inline void cp_async_float4(float* smem, const Operand& x, int r, int
 // Otherwise (odd strides): 4-byte copies, consecutive threads walking x's
 // contiguous direction.
 template <int ROWS, int COLS, int THREADS, Layout L>
-__device__ inline void cp_async_tile(float* smem, const Operand& x, int r0, int c0) {
+__device__ inline void cp_async_tile(float* smem, const Operand<float>& x, int r0, int c0) {
   using Tile = SmemTile<L, ROWS, COLS>;
   constexpr bool ROW = L == ROW_MAJOR;
   constexpr int LINE = Tile::LINE;  // contiguous extent of the tile
@@ -66,7 +82,7 @@ __device__ inline void cp_async_tile(float* smem, const Operand& x, int r0, int 
 #pragma unroll
     for (int j = 0; j < VECTORS / THREADS; ++j) {
       const Chunk ch = Tile::chunk(j * THREADS + threadIdx.x);
-      cp_async_float4<L>(smem + ch.smem, x, r0 + ch.r, c0 + ch.c, true);
+      cp_async_vec4<L>(smem + ch.smem, x, r0 + ch.r, c0 + ch.c, true);
     }
   } else {
 #pragma unroll 1  // rolled: unrolled, the addresses would stay live in registers
@@ -86,7 +102,7 @@ __device__ inline void cp_async_tile(float* smem, const Operand& x, int r0, int 
 // copies with consecutive threads walking x's contiguous direction (a
 // transposed view is transposed on the way in).
 template <int ROWS, int BK, int THREADS, Layout L>
-__device__ inline void cp_async_swizzled_tile(float* smem, const Operand& x, int r0, int k0) {
+__device__ inline void cp_async_swizzled_tile(float* smem, const Operand<float>& x, int r0, int k0) {
   using Tile = SwizzledTile<ROWS, BK>;
   constexpr int VECTORS = ROWS * BK / 4;
   static_assert(VECTORS % THREADS == 0, "every thread copies the same amount");
@@ -94,7 +110,7 @@ __device__ inline void cp_async_swizzled_tile(float* smem, const Operand& x, int
 #pragma unroll 1  // edge tiles only (tile_wgmma copies the others by a CopyPlan): rolled, no addresses kept live
     for (int j = 0; j < VECTORS / THREADS; ++j) {
       const Chunk ch = Tile::chunk(j * THREADS + threadIdx.x);
-      cp_async_float4<ROW_MAJOR>(smem + ch.smem, x, r0 + ch.r, k0 + ch.c, true);
+      cp_async_vec4<ROW_MAJOR>(smem + ch.smem, x, r0 + ch.r, k0 + ch.c, true);
     }
   } else {
 #pragma unroll 1  // rolled: unrolled, the addresses would stay live in registers
@@ -124,7 +140,7 @@ struct CopyPlan {
   int smem, smem_step;     // floats
 
   template <typename Tile, int THREADS>
-  __device__ static CopyPlan of(const Operand& x, int r0, int c0, int64_t k_step) {
+  __device__ static CopyPlan of(const Operand<float>& x, int r0, int c0, int64_t k_step) {
     static_assert(THREADS % Tile::LINE_CHUNKS == 0, "each step moves by whole lines");
     const Chunk first = Tile::chunk(threadIdx.x), next = Tile::chunk(threadIdx.x + THREADS);
     auto address = [&](const Chunk& ch) { return x.p + (r0 + ch.r) * x.rs + (c0 + ch.c) * x.cs; };

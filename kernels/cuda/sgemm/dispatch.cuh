@@ -23,8 +23,8 @@ struct LayoutTag {
 // The price: the out-of-line main loop reads the captured tile through
 // memory, which costs the light TF32 loop of tile_async half its speed on an
 // H200 (docs/performance-log.md, "Main loops compiled per layout pair").
-template <typename F>
-__device__ inline void with_layouts(const Operand& x, const Operand& y, F&& f) {
+template <typename TX, typename TY, typename F>
+__device__ inline void with_layouts(const Operand<TX>& x, const Operand<TY>& y, F&& f) {
   const bool x_col = x.layout() == COL_MAJOR, y_col = y.layout() == COL_MAJOR;
   if (!x_col && !y_col) f(LayoutTag<ROW_MAJOR>{}, LayoutTag<ROW_MAJOR>{});
   else if (!x_col) f(LayoutTag<ROW_MAJOR>{}, LayoutTag<COL_MAJOR>{});
@@ -33,8 +33,8 @@ __device__ inline void with_layouts(const Operand& x, const Operand& y, F&& f) {
 }
 
 // with_layouts for one operand: f(LayoutTag<layout of x>{}).
-template <typename F>
-__device__ inline void with_layout(const Operand& x, F&& f) {
+template <typename T, typename F>
+__device__ inline void with_layout(const Operand<T>& x, F&& f) {
   if (x.layout() == COL_MAJOR) f(LayoutTag<COL_MAJOR>{});
   else f(LayoutTag<ROW_MAJOR>{});
 }

@@ -27,8 +27,8 @@ __device__ inline void store4_clipped(
 // A small-M block launched with a grid, thread count or shared memory that its
 // template disagrees with would leave parts of C unwritten: it writes NaN over
 // its tile instead, which no check can miss.
-template <int BLOCK_M, int BN>
-__device__ inline void write_nan_tile(const Tile& t) {
+template <int BLOCK_M, int BN, typename TA, typename TB>
+__device__ inline void write_nan_tile(const Tile<TA, TB>& t) {
   for (int i = threadIdx.x; i < BLOCK_M * BN; i += blockDim.x) {
     const int r = t.row0 + i / BN, col = t.col0 + i % BN;
     if (r < t.M && col < t.N) t.C[r * t.ldc + col] = __int_as_float(0x7fc00000);
@@ -38,8 +38,8 @@ __device__ inline void write_nan_tile(const Tile& t) {
 // The small-M kernels' last step: `slots` partial sums of the block's C, each
 // BLOCK_M x BN floats row-major, one after another in shared memory, added in
 // order (the same order every run) and the block's first `rows` rows stored.
-template <int BLOCK_M, int BN, int THREADS>
-__device__ inline void store_slot_sums(const Tile& t, const float* slots, int used, int rows) {
+template <int BLOCK_M, int BN, int THREADS, typename TA, typename TB>
+__device__ inline void store_slot_sums(const Tile<TA, TB>& t, const float* slots, int used, int rows) {
   const bool c_aligned = t.ldc % 4 == 0 && is_16_byte_aligned(t.C);
   for (int i = threadIdx.x; i < rows * BN / 4; i += THREADS) {
     const float4* s = reinterpret_cast<const float4*>(slots) + i;

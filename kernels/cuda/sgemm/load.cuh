@@ -1,5 +1,6 @@
 // Global -> shared copies through registers: load_tile for one tile, KTileStager
 // for double-buffered k-tiles (fetch the next while computing on this one, then store).
+// Operands of any element type; shared memory holds float32 (converted on the way).
 #ifndef MLX_SGEMM_LOAD_CUH
 #define MLX_SGEMM_LOAD_CUH
 
@@ -8,26 +9,27 @@
 namespace sgemm {
 
 // Copy the ROWS x COLS tile of x at (r0, c0) into shared memory as smem[r][c]
-// (row stride LD), zeros outside x, through registers. x has layout L: 16-byte
-// loads along its rows, stored as they are, or down its columns, scattered into
-// four rows of the tile; element by element where x's strides or the matrix
-// edge do not allow 16 bytes. Consecutive threads take consecutive addresses of
-// x, so loads coalesce.
-template <int ROWS, int COLS, int LD, int THREADS, Layout L>
-__device__ inline void load_tile(float* smem, const Operand& x, int r0, int c0) {
+// (row stride LD), zeros outside x, through registers, converted to float32.
+// x has layout L: 4-element loads (16 bytes of float, 8 of halves) along its
+// rows, stored as they are, or down its columns, scattered into four rows of
+// the tile; element by element where x's strides or the matrix edge do not
+// allow them. Consecutive threads take consecutive addresses of x, so loads
+// coalesce.
+template <int ROWS, int COLS, int LD, int THREADS, Layout L, typename T>
+__device__ inline void load_tile(float* smem, const Operand<T>& x, int r0, int c0) {
   static_assert(ROWS % 4 == 0 && COLS % 4 == 0 && LD % 4 == 0, "whole float4s");
   constexpr int VECTORS = ROWS * COLS / 4;
   static_assert(VECTORS % THREADS == 0, "every thread loads the same amount");
-  const bool vector = x.vectorizes<L>();
+  const bool vector = x.template vectorizes<L>();
 #pragma unroll
   for (int j = 0; j < VECTORS / THREADS; ++j) {
     const int i = j * THREADS + threadIdx.x;
     if (L == ROW_MAJOR) {
       const int r = i / (COLS / 4), c = (i % (COLS / 4)) * 4;
-      *reinterpret_cast<float4*>(smem + r * LD + c) = x.load4<L>(r0 + r, c0 + c, vector);
+      *reinterpret_cast<float4*>(smem + r * LD + c) = x.template load4<L>(r0 + r, c0 + c, vector);
     } else {
       const int c = i / (ROWS / 4), r = (i % (ROWS / 4)) * 4;
-      const float4 v = x.load4<L>(r0 + r, c0 + c, vector);
+      const float4 v = x.template load4<L>(r0 + r, c0 + c, vector);
       smem[r * LD + c] = v.x;
       smem[(r + 1) * LD + c] = v.y;
       smem[(r + 2) * LD + c] = v.z;
@@ -43,26 +45,33 @@ __device__ inline void load_tile(float* smem, const Operand& x, int r0, int c0) 
 // while they are in flight; store() then writes them to shared memory (only
 // there does the thread wait for them).
 //
+// The fetched elements stay in registers as they are in memory (Operand::Vec4:
+// half the registers for halves) and are converted to float32 in store():
+// converted in fetch(), the conversion would wait there for the loads it is
+// meant to overlap.
+//
 // Which 4 elements a thread moves: 4 neighbours along x's contiguous direction,
 // consecutive threads on consecutive addresses, so loads coalesce. A row-major x
 // is copied one 16-byte store per load. A column-major x (a row-major A, or B a
 // transposed view) is scattered into four rows of the tile, and there a warp
-// takes 16 columns x 8 rows (two float4s of each column: one 32-byte sector)
+// takes 16 columns x 8 rows (two runs of 4 of each column: one 32-byte sector
+// of float32, half of one of halves)
 // instead of load_tile's 4 columns x 32 rows. With a row stride LD = 4 (mod 8)
 // the two float4s of a column land 16 banks apart (4 LD = 16 mod 32) and the 16
 // columns fill the other banks: each of the 4 scattered stores is served in one
 // pass. load_tile's mapping puts a warp's 8 float4s of a column onto 2 banks, a
 // 4-way conflict, whatever the stride (as long as rows stay 16-byte aligned).
-template <int ROWS, int COLS, int THREADS, Layout L>
+template <int ROWS, int COLS, int THREADS, Layout L, typename T = float>
 struct KTileStager {
-  static_assert(ROWS % 4 == 0 && COLS % 4 == 0, "whole float4s");
+  static_assert(ROWS % 4 == 0 && COLS % 4 == 0, "whole runs of 4");
   static_assert(L == ROW_MAJOR || (ROWS % 8 == 0 && COLS % 16 == 0), "16 x 8 per warp");
-  static constexpr int VECTORS = ROWS * COLS / 4 / THREADS;  // float4s per thread
+  static constexpr int VECTORS = ROWS * COLS / 4 / THREADS;  // runs of 4 per thread
   static_assert(VECTORS * 4 * THREADS == ROWS * COLS, "every thread moves the same amount");
+  using Vec4 = typename Operand<T>::Vec4;
 
-  float4 v[VECTORS];
+  Vec4 v[VECTORS];
 
-  // Top-left (r, c) of the thread's j-th float4 in the tile.
+  // Top-left (r, c) of the thread's j-th run of 4 in the tile.
   __device__ static void slot(int j, int& r, int& c) {
     const int i = j * THREADS + threadIdx.x;
     if (L == ROW_MAJOR) {
@@ -75,39 +84,39 @@ struct KTileStager {
     }
   }
 
-  // Load the tile at (k0, c0), any tile: each float4 is checked against x's
-  // edges (zeros outside), one 16-byte load where x allows it.
-  __device__ void fetch(const Operand& x, int k0, int c0) {
-    const bool vector = x.vectorizes<L>();
+  // Load the tile at (k0, c0), any tile: each run of 4 is checked against x's
+  // edges (zeros outside), one Vec4 load where x allows it.
+  __device__ void fetch(const Operand<T>& x, int k0, int c0) {
+    const bool vector = x.template vectorizes<L>();
 #pragma unroll
     for (int j = 0; j < VECTORS; ++j) {
       int r, c;
       slot(j, r, c);
-      v[j] = x.load4<L>(k0 + r, c0 + c, vector);
+      v[j] = x.template load4_raw<L>(k0 + r, c0 + c, vector);
     }
   }
 
   // Tiles wholly inside x (all but the edge blocks' and a last partial
   // k-tile) are loaded by a plan made once, as CopyPlan does for cp.async:
-  // the thread's float4 j of the tile at (k0, c0) lies at base + k0 * (k's
+  // the thread's run j of the tile at (k0, c0) lies at base + k0 * (k's
   // stride) + row_step(j) * (row stride) + col_step(j) * (column stride),
-  // where base is its float4 0 at (0, c0), the steps are compile-time and one
+  // where base is its run 0 at (0, c0), the steps are compile-time and one
   // of the two strides is 1 (the layout). An add per load, where the checked
   // fetch redoes the slot arithmetic and the bounds (and, in tile_threads'
   // out-of-line main loop, rereads x from memory): tile_threads 34.9 -> 36.4
   // TFLOP/s at 4096^3 on an H200 (docs/performance-log.md, "tile_threads:
   // k-tiles loaded by a plan").
   struct Plan {
-    const float* base;
+    const T* base;
     int64_t stride;  // x's stride that is not 1: rs (row-major) or cs (column-major)
   };
-  __device__ static Plan plan(const Operand& x, int c0) {
+  __device__ static Plan plan(const Operand<T>& x, int c0) {
     int r, c;
     slot(0, r, c);
     return {x.p + r * x.rs + (c0 + c) * x.cs, L == ROW_MAJOR ? x.rs : x.cs};
   }
   // slot(j) - slot(0), the same for every thread (see slot: the threads'
-  // first float4s tile whole rows, or whole 16 x 8 warp blocks, of the tile).
+  // first runs tile whole rows, or whole 16 x 8 warp blocks, of the tile).
   static constexpr int WARPS = THREADS / 32, WARP_COLS = COLS / 16;
   static_assert(L == COL_MAJOR || THREADS % (COLS / 4) == 0, "j moves by whole rows");
   static_assert(L == ROW_MAJOR || (THREADS % 32 == 0 && WARP_COLS % WARPS == 0),
@@ -123,14 +132,14 @@ struct KTileStager {
   __device__ void fetch(const Plan& plan, int k0) {
 #pragma unroll
     for (int j = 0; j < VECTORS; ++j) {
-      const float* p = L == ROW_MAJOR
-                           ? plan.base + (k0 + row_step(j)) * plan.stride
-                           : plan.base + (k0 + row_step(j)) + col_step(j) * plan.stride;
-      v[j] = *reinterpret_cast<const float4*>(p);
+      const T* p = L == ROW_MAJOR
+                       ? plan.base + (k0 + row_step(j)) * plan.stride
+                       : plan.base + (k0 + row_step(j)) + col_step(j) * plan.stride;
+      v[j] = *reinterpret_cast<const Vec4*>(p);
     }
   }
 
-  // Write the fetched tile to smem[r][c] (row stride LD).
+  // Write the fetched tile to smem[r][c] (row stride LD), as float32.
   template <int LD>
   __device__ void store(float* smem) const {
     static_assert(LD % 4 == 0, "16-byte rows");
@@ -139,13 +148,14 @@ struct KTileStager {
     for (int j = 0; j < VECTORS; ++j) {
       int r, c;
       slot(j, r, c);
+      const float4 f = Element<T>::to_float4(v[j]);
       if (L == ROW_MAJOR) {
-        *reinterpret_cast<float4*>(smem + r * LD + c) = v[j];
+        *reinterpret_cast<float4*>(smem + r * LD + c) = f;
       } else {
-        smem[r * LD + c] = v[j].x;
-        smem[(r + 1) * LD + c] = v[j].y;
-        smem[(r + 2) * LD + c] = v[j].z;
-        smem[(r + 3) * LD + c] = v[j].w;
+        smem[r * LD + c] = f.x;
+        smem[(r + 1) * LD + c] = f.y;
+        smem[(r + 2) * LD + c] = f.z;
+        smem[(r + 3) * LD + c] = f.w;
       }
     }
   }

@@ -115,9 +115,9 @@ __device__ inline void warp_tile_mma(
 }
 
 // Write a warp's MI x NI accumulator tiles to C, dropping what overhangs it.
-template <int MI, int NI>
+template <int MI, int NI, typename TA, typename TB>
 __device__ inline void store_warp_tile(
-    const Tile& t, const float (&acc)[MI][NI][4], int wm0, int wn0) {
+    const Tile<TA, TB>& t, const float (&acc)[MI][NI][4], int wm0, int wn0) {
   const int lane = threadIdx.x % 32;
   const int g = lane / 4, tg = lane % 4;
 #pragma unroll

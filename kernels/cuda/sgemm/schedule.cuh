@@ -9,12 +9,15 @@
 namespace sgemm {
 
 // One threadgroup's job: one block of C in one batch entry, the operands of that
-// batch entry, and where its block of C goes (C is always row-major).
+// batch entry (of element types TA and TB), and where its block of C goes (C is
+// always row-major float32).
+template <typename TA = float, typename TB = float>
 struct Tile {
   int M, N, K;
   int row0, col0;  // first row and column of C this block writes
   int k0;          // where its stretch of K starts (split-K); A and B start there already
-  Operand A, B;    // M x K and K x N
+  Operand<TA> A;   // M x K
+  Operand<TB> B;   // K x N
   float* C;
   int64_t ldc;
 };
@@ -46,13 +49,14 @@ __device__ inline void tile_origin(int tile, int tiles_m, int tiles_n, int block
 // GROUP_M tile rows, column by column inside a band: blocks that run at the same
 // time then share GROUP_M row tiles of A and a few column tiles of B instead of
 // one row of A and all of B, and far more of what they read is still in L2.
-template <int GROUP_M = 1, typename Shape, typename Strides>
-__device__ inline Tile locate_tile(
+// The element types come from the pointers MLX's signature declares.
+template <int GROUP_M = 1, typename TA, typename TB, typename Shape, typename Strides>
+__device__ inline Tile<TA, TB> locate_tile(
     int block_m, int block_n, const int32_t* params,
-    const float* a, const Shape& a_shape, const Strides& a_strides,
-    const float* b, const Shape& b_shape, const Strides& b_strides,
+    const TA* a, const Shape& a_shape, const Strides& a_strides,
+    const TB* b, const Shape& b_shape, const Strides& b_strides,
     float* c) {
-  Tile t;
+  Tile<TA, TB> t;
   t.M = params[P_M];
   t.N = params[P_N];
   t.K = params[P_K];

@@ -39,6 +39,9 @@ inline bool async_copyable(Operand<const device float*> x) {
   return x.cs == 1 && x.rs >= x.cols && x.rs % 4 == 0;
 }
 
+// float32 operands only (the copy moves bytes into a float tile): tile_async's
+// half operands are cast to float32 before it (mlx_sgemm/build/specs.py).
+//
 // Fill a threadgroup tile with the ROWS x COLS block of x at (r0, c0), zeros
 // outside x. With `async` (async_copyable(x), the same in all threads)
 // simdgroup 0 issues one async copy and stores its event at *event (Fast Matrix

@@ -1,5 +1,6 @@
 // Operand: a matrix as MLX hands it over, read at its own strides (row-major,
-// transposed views, slices, broadcasts), zeros outside it.
+// transposed views, slices, broadcasts) and as float32 whatever its element
+// type (float, half, bfloat), zeros outside it.
 #ifndef MLX_SGEMM_METAL_OPERAND_H
 #define MLX_SGEMM_METAL_OPERAND_H
 
@@ -10,7 +11,14 @@ namespace sgemm {
 // A rows x cols operand as MLX hands it over: element (r, c) at p[r * rs + c * cs].
 // Row-major arrays have cs == 1, transposed views (a.T, swapaxes) rs == 1;
 // slices have any strides (negative ones too, x[::-1]), broadcasts a stride of
-// 0. P is `const device float*` or `const constant float*`.
+// 0. P is the pointer type of MLX's signature: `const device T*`, or `const
+// constant T*` for an input of fewer than 8 elements, with T the element type
+// of the input's dtype (float; float16_t = half and bfloat16_t = bfloat, from
+// MLX's Metal prelude). Every read converts its element to float32, exactly
+// (every half and bfloat value is a float value), by Metal's implicit widening
+// to the float it returns (as MLX's own kernels read bfloat16_t inputs into
+// floats, layer_norm.metal): the kernels compute and accumulate in float32
+// whatever the operands' type, with no copy of them.
 template <typename P>
 struct Operand {
   P p;
