@@ -21,8 +21,8 @@ from pathlib import Path
 
 os.environ.setdefault("MLX_ENABLE_TF32", "0")
 
-from mlx_sgemm.bench import precision_modes, sweep  # noqa: E402
-from mlx_sgemm.dispatch import device  # noqa: E402
+from mlx_sgemm.bench import precision_modes, sweep
+from mlx_sgemm.dispatch import device
 
 
 def main(argv=None) -> int:
