@@ -17,6 +17,7 @@ import argparse
 import datetime
 import os
 import re
+import sys
 from pathlib import Path
 
 os.environ.setdefault("MLX_ENABLE_TF32", "0")
@@ -30,7 +31,11 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", nargs="+", type=int, default=list(sweep.DEFAULT_SIZES))
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args(argv)
-    rows = precision_modes.measure_modes(args.sizes)
+    try:
+        rows = precision_modes.measure_modes(args.sizes)
+    except RuntimeError as e:  # no GPU, or TF32 left on for mx.matmul
+        print(f"{Path(__file__).name}: {e}", file=sys.stderr)
+        return 2
     name = re.sub(r"[^a-z0-9]+", "-", device.name().lower().replace("nvidia ", "")).strip("-")
     path = precision_modes.write_csv(rows, args.out / f"precision-modes-{datetime.date.today().isoformat()}-{name}.csv")
     for row in rows:
