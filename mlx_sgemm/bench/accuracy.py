@@ -17,19 +17,30 @@ def reference(a, b) -> np.ndarray:
     return np.matmul(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
 
 
+class Reference:
+    """``a @ b`` in float64 and the measure's scale, worked out once for the
+    results of many kernels on the same operands."""
+
+    def __init__(self, a, b):
+        a64 = np.asarray(a, dtype=np.float64)
+        b64 = np.asarray(b, dtype=np.float64)
+        self.exact = reference(a64, b64)
+        self.scale = float(np.linalg.norm(np.matmul(np.abs(a64), np.abs(b64))))
+
+    def error(self, c) -> float:
+        """The error of ``c`` as a result of the product; NaN anywhere in ``c`` gives inf."""
+        c = np.asarray(c, dtype=np.float64)
+        if c.shape != self.exact.shape:
+            raise ValueError(f"result shape {c.shape} != expected {self.exact.shape}")
+        if not np.all(np.isfinite(c)):
+            return float("inf")
+        diff = np.linalg.norm(c - self.exact)
+        return float(diff / self.scale) if self.scale > 0 else float(diff)
+
+
 def relative_error(c, a, b) -> float:
     """The error of ``c`` as a result of ``a @ b``; NaN anywhere in ``c`` gives inf."""
-    c = np.asarray(c, dtype=np.float64)
-    a64 = np.asarray(a, dtype=np.float64)
-    b64 = np.asarray(b, dtype=np.float64)
-    ref = np.matmul(a64, b64)
-    if c.shape != ref.shape:
-        raise ValueError(f"result shape {c.shape} != expected {ref.shape}")
-    if not np.all(np.isfinite(c)):
-        return float("inf")
-    scale = np.linalg.norm(np.matmul(np.abs(a64), np.abs(b64)))
-    diff = np.linalg.norm(c - ref)
-    return float(diff / scale) if scale > 0 else float(diff)
+    return Reference(a, b).error(c)
 
 
 def random_operands(shape_a, shape_b, seed=None):
@@ -39,5 +50,22 @@ def random_operands(shape_a, shape_b, seed=None):
     def draw(shape):
         x = rng.standard_normal(shape).astype(np.float32)
         return mx.array(np.where(np.abs(x) < 1e-3, 1e-3, x))
+
+    return draw(shape_a), draw(shape_b)
+
+
+# GEMMul8's test matrices (Uchino, Ozaki and Imamura, the INT8 emulation of
+# DGEMM/SGEMM): entries (rand - 0.5) * exp(phi * randn), whose magnitudes spread
+# over about e^(+-3 phi) (three standard deviations): with phi = 4 about 2^35.
+WIDE_RANGE_PHI = 4.0
+
+
+def wide_range_operands(shape_a, shape_b, phi: float = WIDE_RANGE_PHI, seed=None):
+    """Fresh float32 operands whose entries span a wide range of magnitudes
+    (GEMMul8's test matrices, :data:`WIDE_RANGE_PHI`)."""
+    rng = np.random.default_rng(seed)
+
+    def draw(shape):
+        return mx.array(((rng.random(shape) - 0.5) * np.exp(phi * rng.standard_normal(shape))).astype(np.float32))
 
     return draw(shape_a), draw(shape_b)

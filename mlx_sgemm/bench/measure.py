@@ -157,19 +157,26 @@ def _side_by_side_shapes(shapes, kernels, precision, repeats):
     return rows
 
 
-def tf32_side_by_side(shapes, kernels: list[str], repeats: int) -> dict[tuple[int, int, int], dict]:
-    """side_by_side at TF32 in a child process with MLX_ENABLE_TF32=1: there
-    mx.matmul is cuBLAS's TF32 (MLX reads the flag once per process)."""
+def in_tf32_process(function: str, *args):
+    """``function(*args)`` (a name in this module's package, "module:function",
+    its arguments and result JSON) in a child process with MLX_ENABLE_TF32=1:
+    there mx.matmul is cuBLAS's TF32 (MLX reads the flag once per process)."""
+    module, name = function.split(":")
     code = (
-        "import json,sys; from mlx_sgemm.bench import measure; "
-        "print(json.dumps(measure._side_by_side_shapes(json.loads(sys.argv[1]), json.loads(sys.argv[2]),"
-        " 'tf32', int(sys.argv[3]))))"
+        "import importlib,json,sys; "
+        f"fn = getattr(importlib.import_module('mlx_sgemm.bench.{module}'), '{name}'); "
+        "print(json.dumps(fn(*json.loads(sys.argv[1]))))"
     )
     env = dict(os.environ, MLX_ENABLE_TF32="1")
-    out = subprocess.run([sys.executable, "-c", code, json.dumps(shapes), json.dumps(kernels), str(repeats)],
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(args)],
                          env=env, capture_output=True, text=True, check=True).stdout
-    return {tuple(s): {name: tuple(te) for name, te in timed.items()}
-            for s, timed in json.loads(out.strip().splitlines()[-1])}
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def tf32_side_by_side(shapes, kernels: list[str], repeats: int) -> dict[tuple[int, int, int], dict]:
+    """side_by_side at TF32 in a child process with MLX_ENABLE_TF32=1 (in_tf32_process)."""
+    timed_rows = in_tf32_process("measure:_side_by_side_shapes", shapes, kernels, "tf32", repeats)
+    return {tuple(s): {name: tuple(te) for name, te in timed.items()} for s, timed in timed_rows}
 
 
 def measure(

@@ -8,6 +8,10 @@
   minimum traffic: A and B read once, C written once) under the device's
   bandwidth and one compute ceiling per kind of unit; the legend sits beside
   the axes, where it covers no point.
+
+The notebook draws two more: :func:`chapter` (one stage of the journey next to
+``mx.matmul`` under its ceilings) and :func:`errors` (each precision mode's
+error against float64, a panel per kind of input).
 """
 
 from __future__ import annotations
@@ -28,6 +32,11 @@ FILES = ("gflops_vs_size.png", "pct_peak.png", "roofline.png")
 def size(row) -> float:
     """(M N K)^(1/3): the side of the cube with the same work (M for square runs)."""
     return (row["M"] * row["N"] * row["K"]) ** (1 / 3)
+
+
+def _square(rows):
+    """The square products' rows (all rows if there are none)."""
+    return [r for r in rows if r["M"] == r["N"] == r["K"]] or rows
 
 
 def intensity(row) -> float:
@@ -58,7 +67,7 @@ def _title(ax, rows, what: str, recorded: bool):
 def gflops_vs_size(rows, path: Path, recorded: bool):
     # One line per kernel over the square sizes; other shapes would make the
     # lines zig-zag (they are in the tables and the roofline).
-    square = [r for r in rows if r["M"] == r["N"] == r["K"]] or rows
+    square = _square(rows)
     fig, ax = plt.subplots(figsize=(8, 5))
     for name, series in _series(square).items():
         ax.plot([size(r) for r in series], [r["gflops"] for r in series], label=name, **_style(name))
@@ -75,7 +84,7 @@ def gflops_vs_size(rows, path: Path, recorded: bool):
 
 
 def pct_peak(rows, path: Path, recorded: bool, peak_gflops: float | None):
-    square = [r for r in rows if r["M"] == r["N"] == r["K"]] or rows
+    square = _square(rows)
     largest = max(size(r) for r in square)
     at_largest = [r for r in square if size(r) == largest]
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -129,6 +138,66 @@ def roofline(rows, path: Path, recorded: bool, peak_gflops: float | None, bandwi
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.18, 1.0), borderaxespad=0)
     _title(ax, rows, "Roofline", recorded)
     fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def chapter(rows, kernels, path: Path, recorded: bool, ceilings=(), earlier=()):
+    """GFLOP/s by square size of ``kernels`` (solid), ``mx.matmul`` at their
+    precisions (dashed), the ``earlier`` chapter's kernels (thin, grey, for
+    where the journey came from), and ``ceilings``, (label, GFLOP/s) pairs, as
+    horizontal lines."""
+    from .measure import BASELINE
+
+    mine = [r for r in _square(rows) if r["kernel"] in kernels]
+    precisions = {r["precision"] for r in mine}
+    baseline = [r for r in _square(rows) if r["kernel"] == BASELINE and r["precision"] in precisions]
+    before = [r for r in _square(rows) if r["kernel"] in earlier and r["precision"] == "float32"]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for name, series in _series(before).items():
+        ax.plot([size(r) for r in series], [r["gflops"] for r in series], color="lightgray", linewidth=1.5,
+                marker=".", label=f"{name} (previous chapter)")
+    for name, series in {**_series(baseline), **_series(mine)}.items():
+        ax.plot([size(r) for r in series], [r["gflops"] for r in series], label=name, **_style(name))
+    for (name, rate), color in zip(ceilings, ("red", "purple", "brown", "orange")):
+        ax.axhline(rate, color=color, linewidth=1.2, linestyle=":", label=f"ceiling: {name}, {rate / 1000:.1f} TFLOP/s")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("problem size M = N = K")
+    ax.set_ylabel("GFLOP/s")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    _title(ax, rows, " and ".join(kernels) + " next to mx.matmul", recorded)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+_MARKERS = "osD^v<>px*h"
+# matplotlib's tab10 without its grey, which mx.matmul's TF32 line has.
+_COLORS = [c for i, c in enumerate(plt.get_cmap("tab10").colors) if i != 7]
+
+
+def errors(rows, path: Path, recorded: bool, inputs=("normal", "wide-range")):
+    """Error against float64 by square size, a line per kernel and precision,
+    one panel per kind of ``inputs`` the rows have (rows carry an "inputs" key)."""
+    kinds = [k for k in inputs if any(r["inputs"] == k for r in rows)]
+    fig, axes = plt.subplots(1, len(kinds), figsize=(6.5 * len(kinds), 4.5), sharey=True, squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        ours = 0
+        for name, series in _series(_square([r for r in rows if r["inputs"] == kind])).items():
+            style = _style(name)
+            if not name.startswith("mx."):
+                # Lines that coincide (the FMA stages round alike) stay told apart by marker.
+                style.update(marker=_MARKERS[ours % len(_MARKERS)], markersize=5, color=_COLORS[ours % len(_COLORS)])
+                ours += 1
+            ax.plot([size(r) for r in series], [r["error"] for r in series], label=name, alpha=0.85, **style)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("problem size M = N = K")
+        ax.grid(True, which="both", alpha=0.3)
+        _title(ax, [r for r in rows if r["inputs"] == kind], f"{kind} inputs", recorded)
+    axes[0][0].set_ylabel("||C - C64|| / || |A| |B| ||")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 

@@ -69,10 +69,11 @@ def recorded_directories() -> list[Path]:
     return [d for d in _RECORDED_CANDIDATES if d.is_dir()]
 
 
-def newest_recorded(directories=_RECORDED_CANDIDATES) -> Path | None:
-    """The most recent recorded run (by the date in its name), or None."""
+def newest_recorded(directories=_RECORDED_CANDIDATES, pattern: str = "bench-*.csv") -> Path | None:
+    """The most recent recorded run whose name matches ``pattern`` (by the date
+    in its name), or None."""
     for directory in directories:
-        runs = sorted(Path(directory).glob("bench-*.csv"))
+        runs = sorted(Path(directory).glob(pattern))
         if runs:
             return runs[-1]
     return None
