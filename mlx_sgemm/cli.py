@@ -8,6 +8,11 @@ labelled as such, filtered by the same options.
 ``mlx-sgemm explain 1x4096x4096``: what matmul would run for a product, and
 why (:func:`mlx_sgemm.explain`); it plans, it launches nothing.
 
+``mlx-sgemm check-kernel my_kernel.metal --grid ... --threadgroup ...``: any
+mx.fast.metal_kernel body run on the CPU with memcheck, racecheck, synccheck
+and initcheck (:mod:`mlx_sgemm.metal_check`); exit status 1 when a check finds
+a problem.
+
 Arguments are checked before anything runs: a bad one is a one-line error
 (``mlx-sgemm: error: argument --sizes: must be >= 1, got 0``) and exit status 2.
 """
@@ -107,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="plan for this backend (default: this machine's)")
     e.add_argument("--transposed-b", action="store_true", help="B is a transposed view (x @ W.T)")
     e.add_argument("--json", action="store_true", help="print the plans as JSON")
+    from .metal_check.command import add_parser as add_check_kernel
+
+    add_check_kernel(commands)
     return parser
 
 
@@ -182,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             parser = build_parser()
             args = parser.parse_args(argv)
+            if args.command == "check-kernel":
+                from .metal_check.command import run_command
+
+                return run_command(parser, args)
             return bench(parser, args) if args.command == "bench" else explain(args)
         finally:
             # Flushed here, where a reader gone away is caught, not at exit;
