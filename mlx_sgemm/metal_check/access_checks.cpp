@@ -119,13 +119,13 @@ void report_race(const Region& r, size_t byte, const Access& first, const Access
   describe_access(second, b, sizeof b);
   char since[96];
   if (g_interval_start_line)
-    snprintf(since, sizeof since, "since the threadgroup_barrier at line %u", g_interval_start_line);
+    snprintf(since, sizeof since, "since the threadgroup_barrier at @line:%u@", g_interval_start_line);
   else
     snprintf(since, sizeof since, "since the threadgroup started");
   char hint[192] = "";
   if (first.barriers != second.barriers)
     snprintf(hint, sizeof hint,
-             "; the threadgroup_barrier at line %u between them orders no threadgroup memory "
+             "; the threadgroup_barrier at @line:%u@ between them orders no threadgroup memory "
              "(no mem_flags::mem_threadgroup)",
              g_last_barrier_line);
   add_finding("racecheck", "race", Site{first.pc, first.line}, Site{second.pc, second.line},

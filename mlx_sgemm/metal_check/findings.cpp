@@ -8,7 +8,8 @@
 //
 // pc and pc2 (hex, relative to the executable's ELF header; 0: none) and line
 // and line2 (of the generated Metal source; 0: none) say where the access or
-// the two accesses were. A run that cannot go on after a finding (a deadlock, a
+// the two accesses were. A line the message names is written "@line:<n>@",
+// for the Python side to name by the user's file. A run that cannot go on after a finding (a deadlock, a
 // fault) ends with "METAL_HARNESS_ABORTED" and exit status 3.
 #include <stdio.h>
 #include <string.h>

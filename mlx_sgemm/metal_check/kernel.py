@@ -95,16 +95,17 @@ def _template_arg(value):
 
 @dataclasses.dataclass(frozen=True)
 class KernelText:
-    """One call's kernel, as :func:`mlx_sgemm.build.signatures.metal_source` reads it."""
+    """A kernel as :func:`mlx_sgemm.build.signatures.metal_source` reads it:
+    metal_kernel's arguments, and each call's template and output dtypes."""
 
     name: str
     input_names: tuple[str, ...]
     output_names: tuple[str, ...]
     source: str
     header: str
+    atomic_outputs: bool = False
     template: tuple = ()
     output_dtypes: tuple[str, ...] = ()
-    atomic_outputs: bool = False
 
     def compiled_source(self) -> str:
         return self.source
@@ -113,21 +114,13 @@ class KernelText:
         return self.header
 
 
-_DEFAULT_FILES = translation.SourceFiles()
-
-
 @dataclasses.dataclass(frozen=True)
 class CheckedKernel:
     """What :func:`metal_kernel` returns; call it as MLX's kernel is called."""
 
-    name: str
-    input_names: tuple[str, ...]
-    output_names: tuple[str, ...]
-    source: str
-    header: str = ""
-    ensure_row_contiguous: bool = True
-    atomic_outputs: bool = False
-    files: translation.SourceFiles = _DEFAULT_FILES
+    kernel: KernelText
+    ensure_row_contiguous: bool
+    files: translation.SourceFiles
 
     def __call__(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup,
                  template=None, init_value: float | None = None, verbose: bool = False,
@@ -136,33 +129,32 @@ class CheckedKernel:
         has no use here); ``seed`` picks the order threadgroups and threads run
         in (racecheck and initcheck do not depend on it; wrong results may)."""
         del stream
-        for given, names, what in ((inputs, self.input_names, "inputs"),
-                                   (output_shapes, self.output_names, "output_shapes"),
-                                   (output_dtypes, self.output_names, "output_dtypes")):
+        k = self.kernel
+        for given, names, what in ((inputs, k.input_names, "inputs"),
+                                   (output_shapes, k.output_names, "output_shapes"),
+                                   (output_dtypes, k.output_names, "output_dtypes")):
             if len(given) != len(names):
                 raise ValueError(f"[metal_kernel] Expected `{what}` to have size {len(names)} "
                                  f"but got size {len(given)}.")
-        arrays = [_array(x, n) for x, n in zip(inputs, self.input_names)]
+        arrays = [_array(x, n) for x, n in zip(inputs, k.input_names)]
         out_dtypes = tuple(dtype_name(d) for d in output_dtypes)
-        for name, d in zip(self.output_names, out_dtypes):
+        for name, d in zip(k.output_names, out_dtypes):
             if d not in ARRAY_DTYPES:
                 raise TypeError(f"output {name!r}: {d} cannot be checked; use one of "
                                 f"{', '.join(ARRAY_DTYPES)}")
         shapes = [tuple(int(n) for n in s) for s in output_shapes]
-        text = KernelText(
-            self.name, self.input_names, self.output_names, self.source, self.header,
-            tuple((str(n), _template_arg(v)) for n, v in (template or ())), out_dtypes,
-            self.atomic_outputs,
-        )
+        text = dataclasses.replace(
+            k, template=tuple((str(n), _template_arg(v)) for n, v in (template or ())),
+            output_dtypes=out_dtypes)
         infos = [signatures.ArrayInfo(dtype_name(a.dtype), a.ndim, a.size) for a in arrays]
         try:
             prog = translation.program(text, infos, self.files)
         except translation.Unsupported as e:
             raise KernelError("unsupported", 0, str(e)) from None
         if verbose:
-            print(f"Generated source code for `{self.name}`:\n```\n{prog.mlx_source}\n```")
+            print(f"Generated source code for `{k.name}`:\n```\n{prog.mlx_source}\n```")
         buffers = binding.bind(
-            self.input_names, arrays, signatures.shape_infos(text), self.output_names,
+            k.input_names, arrays, signatures.shape_infos(text), k.output_names,
             [(s, np.dtype(d)) for s, d in zip(shapes, out_dtypes)],
             row_contiguous=self.ensure_row_contiguous, init_value=init_value)
         raw, report = runner.dispatch(prog, buffers, _triple(grid, "grid"),
@@ -186,6 +178,6 @@ def metal_kernel(
     del compile_options
     if not output_names:
         raise ValueError("[metal_kernel] Must specify at least one output.")
+    text = KernelText(name, tuple(input_names), tuple(output_names), source, header, atomic_outputs)
     files = translation.SourceFiles(source_path or "source", header_path or "header")
-    return CheckedKernel(name, tuple(input_names), tuple(output_names), source, header,
-                         ensure_row_contiguous, atomic_outputs, files)
+    return CheckedKernel(text, ensure_row_contiguous, files)

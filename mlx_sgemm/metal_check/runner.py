@@ -28,6 +28,7 @@ _DROPPED = re.compile(r"^METAL_HARNESS_DROPPED (\d+)$", re.MULTILINE)
 _INTERNAL = re.compile(r"^METAL_HARNESS_INTERNAL (.*)$", re.MULTILINE)
 _STATS = re.compile(r"^METAL_HARNESS_STATS (?P<stats>.*)$", re.MULTILINE)
 _UNIT_LINE = re.compile(re.escape(UNIT_FILE) + r":(\d+)")
+_MESSAGE_LINE = re.compile(r"@line:(\d+)@")
 
 
 def build(prog: Program) -> Path:
@@ -73,15 +74,27 @@ def _locations(prog: Program, exe: Path, sites: list[tuple[int, int]]) -> tuple[
     return tuple(out)
 
 
+def _name_lines(prog: Program, message: str) -> str:
+    """The lines a runtime message names, as lines of the user's files."""
+    def rename(m: re.Match) -> str:
+        line = int(m[1])
+        if not line:
+            return "an unknown line"
+        path, user_line = prog.locate(line)
+        return f"{path}:{user_line}"
+    return _MESSAGE_LINE.sub(rename, message)
+
+
 def _findings(prog: Program, exe: Path, stderr: str) -> list[Finding]:
     merged: dict[tuple, Finding] = {}
     for m in _FINDING.finditer(stderr):
         sites = [(int(m["pc"], 16), int(m["line"])), (int(m["pc2"], 16), int(m["line2"]))]
-        f = Finding(m["check"], m["kind"], m["message"], int(m["count"]),
+        f = Finding(m["check"], m["kind"], _name_lines(prog, m["message"]), int(m["count"]),
                     _locations(prog, exe, sites))
         # Sites that differ in the runtime can be one line here (an access
-        # reported by the check and then by the fault it caused): merged.
-        key = (f.check, f.kind, f.locations)
+        # reported by the check and then by the fault it caused), and a race
+        # between two lines is one whichever came first: merged.
+        key = (f.check, f.kind, frozenset(f.locations))
         if key in merged:
             kept = merged[key]
             merged[key] = Finding(kept.check, kept.kind, kept.message, kept.count + f.count,

@@ -194,10 +194,10 @@ void run_fiber(Fiber& f) {
     const Fiber& f = g_fibers[t];
     if (f.state == AT_BARRIER) {
       used += size_t(snprintf(detail + used, sizeof detail - used,
-                              "thread %d at threadgroup_barrier (line %u); ", t, f.barrier_line));
+                              "thread %d at the threadgroup_barrier at @line:%u@; ", t, f.barrier_line));
       if (!line) line = f.barrier_line;
     } else if (f.state == IN_COLLECTIVE) {
-      used += size_t(snprintf(detail + used, sizeof detail - used, "thread %d in %s (line %u); ",
+      used += size_t(snprintf(detail + used, sizeof detail - used, "thread %d in %s at @line:%u@; ",
                               t, collective_of(f).op, collective_of(f).line));
       line = collective_of(f).line;
     }
@@ -304,8 +304,8 @@ void run_threadgroup(const Dispatch& d, const uint32_t tg[3]) {
         if (waiting > 0 && f.barrier_line != line) {
           g_current = nullptr;
           fatal("divergence", at_line(f.barrier_line),
-                "threads of one threadgroup wait at different threadgroup_barriers (lines %u "
-                "and %u); all must reach the same one",
+                "threads of one threadgroup wait at different threadgroup_barriers (at @line:%u@ "
+                "and @line:%u@); all must reach the same one",
                 line, f.barrier_line);
         }
         line = f.barrier_line;
@@ -405,8 +405,8 @@ extern "C" void* const* mh_simd_collective(const char* op, unsigned line, void* 
     for (void*& a : c.args) a = nullptr;
   } else if (strcmp(c.op, op) != 0 || c.line != line) {
     fatal("divergence", at_line(line),
-          "lanes of one simdgroup diverge: lane %d calls %s (line %u) while lane %d waits in %s "
-          "(line %u)",
+          "lanes of one simdgroup diverge: lane %d calls %s at @line:%u@ while lane %d waits in "
+          "%s at @line:%u@",
           lane, op, line, c.first_lane, c.op, c.line);
   }
   c.args[lane] = args;
@@ -437,7 +437,7 @@ extern "C" void* mh_threadgroup_alloc(mh_tg_slot* slot, size_t size, unsigned li
   Region* r;
   if (!slot->data) {
     char label[96];
-    snprintf(label, sizeof label, "threadgroup variable '%s' (line %u)", name, line);
+    snprintf(label, sizeof label, "threadgroup variable '%s' (@line:%u@)", name, line);
     // Metal allocates threadgroup memory in 16-byte units.
     r = new_region(label, THREADGROUP, round_up(size, 16), true);
     track_region(*r, true, true);
