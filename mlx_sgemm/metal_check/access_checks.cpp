@@ -53,6 +53,7 @@ struct RaceCell {
 namespace {
 
 int g_untraced = 0;
+uintptr_t g_oob_begin = 0, g_oob_end = 0;  // the last access reported out of bounds
 int g_site_depth = 0;
 Site g_site = {0, 0};
 
@@ -66,19 +67,23 @@ uint32_t simdgroup_of(uint16_t tid) { return tid / kSimdWidth; }
 
 const char* access_name(bool write) { return write ? "write" : "read"; }
 
+// "a" or "an" before a number of bytes, as it is read aloud.
+const char* article(size_t n) {
+  return n == 8 || n == 11 || n == 18 || (n >= 80 && n < 90) ? "an" : "a";
+}
+
 void report_out_of_bounds(Region& r, uintptr_t a, size_t n, bool write, Site s) {
   if (write) r.overrun_reported = true;
+  g_oob_begin = a;
+  g_oob_end = a + n;
+  char* message = new_finding("memcheck", "out_of_bounds", s, Site{0, 0}, key_of(r));
+  if (!message) return;
   char thread[192];
   describe_current(thread, sizeof thread);
   const uintptr_t lo = reinterpret_cast<uintptr_t>(r.data), hi = lo + r.size;
-  if (a < lo)
-    add_finding("memcheck", "out_of_bounds", s, Site{0, 0}, key_of(r),
-                "a %zu-byte %s %zu bytes before the start of %s (%zu bytes) (%s)", n, access_name(write),
-                size_t(lo - a), r.name, r.size, thread);
-  else
-    add_finding("memcheck", "out_of_bounds", s, Site{0, 0}, key_of(r),
-                "a %zu-byte %s %zu bytes past the end of %s (%zu bytes) (%s)", n, access_name(write),
-                size_t(a + n - hi), r.name, r.size, thread);
+  snprintf(message, kMessageSize, "%s %zu-byte %s %zu bytes %s %s (%zu bytes) (%s)", article(n),
+           n, access_name(write), size_t(a < lo ? lo - a : a + n - hi),
+           a < lo ? "before the start of" : "past the end of", r.name, r.size, thread);
 }
 
 void initcheck(Region& r, size_t off, size_t n, int flags, Site s) {
@@ -89,18 +94,18 @@ void initcheck(Region& r, size_t off, size_t n, int flags, Site s) {
   if (flags & MH_READ) {
     for (size_t i = off; i < off + n; ++i) {
       if (r.written[i]) continue;
-      char thread[192];
-      describe_current(thread, sizeof thread);
-      if (r.kind == THREADGROUP)
-        add_finding("initcheck", "uninitialized", s, Site{0, 0}, key_of(r),
-                    "a %zu-byte read of %s at byte %zu, which no thread of this threadgroup has "
-                    "written (%s)",
-                    n, r.name, i, thread);
-      else
-        add_finding("initcheck", "uninitialized", s, Site{0, 0}, key_of(r),
-                    "a %zu-byte read of %s at byte %zu, which nothing has written: MLX leaves "
-                    "outputs uninitialized unless init_value is given (%s)",
-                    n, r.name, i, thread);
+      char* message = new_finding("initcheck", "uninitialized", s, Site{0, 0}, key_of(r));
+      if (message) {
+        char thread[192];
+        describe_current(thread, sizeof thread);
+        snprintf(message, kMessageSize, "%s %zu-byte read of %s at byte %zu, which %s (%s)",
+                 article(n), n, r.name, i,
+                 r.kind == THREADGROUP
+                     ? "no thread of this threadgroup has written"
+                     : "nothing has written: MLX leaves outputs uninitialized unless init_value "
+                       "is given",
+                 thread);
+      }
       break;
     }
   }
@@ -114,6 +119,9 @@ void describe_access(const Access& a, char* out, size_t size) {
 }
 
 void report_race(const Region& r, size_t byte, const Access& first, const Access& second) {
+  char* message = new_finding("racecheck", "race", Site{first.pc, first.line},
+                              Site{second.pc, second.line}, key_of(r));
+  if (!message) return;
   char a[256], b[256];
   describe_access(first, a, sizeof a);
   describe_access(second, b, sizeof b);
@@ -128,10 +136,9 @@ void report_race(const Region& r, size_t byte, const Access& first, const Access
              "; the threadgroup_barrier at @line:%u@ between them orders no threadgroup memory "
              "(no mem_flags::mem_threadgroup)",
              g_last_barrier_line);
-  add_finding("racecheck", "race", Site{first.pc, first.line}, Site{second.pc, second.line},
-              key_of(r),
-              "%s and %s, of byte %zu of %s, with no threadgroup barrier between them (%s%s)", a,
-              b, byte, r.name, since, hint);
+  snprintf(message, kMessageSize,
+           "%s and %s, of byte %zu of %s, with no threadgroup barrier between them (%s%s)", a, b,
+           byte, r.name, since, hint);
 }
 
 void racecheck(Region& r, size_t off, size_t n, bool write, Site s) {
@@ -197,6 +204,11 @@ void track_region(Region& r, bool init, bool races) {
   if (init) r.written = static_cast<uint8_t*>(calloc(r.size ? r.size : 1, 1));
   if (races) r.race = static_cast<RaceCell*>(calloc(r.size ? r.size : 1, sizeof(RaceCell)));
   if ((init && !r.written) || (races && !r.race)) internal_error("out of memory for the checks");
+}
+
+bool reported_out_of_bounds(const void* address) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(address);
+  return a >= g_oob_begin && a < g_oob_end;
 }
 
 void clear_written(Region& r) {

@@ -25,8 +25,8 @@ HERE = Path(__file__).resolve().parent
 INCLUDE_DIR = HERE / "include"
 # Everything compiled into a runner but the kernel: its object files are built
 # from these once per process and shared by every runner.
-RUNTIME_OBJECTS = ("job", "scheduler", "memory", "access_checks", "findings", "async_copy")
-HEADERS = ("runtime.h", "runtime_internal.h", "metal_compat.h", "metal_simd.h", "metal_atomic.h",
+RUNTIME_OBJECTS = ("job", "scheduler", "context", "memory", "access_checks", "findings", "async_copy")
+HEADERS = ("runtime.h", "runtime_internal.h", "context.h", "metal_compat.h", "metal_simd.h", "metal_atomic.h",
            "mlx_utils.h")
 
 CXXFLAGS = [

@@ -31,7 +31,7 @@ struct Finding {
   Site first, second;
   int key;
   uint64_t count;
-  char message[640];
+  char message[kMessageSize];
 };
 
 Finding g_findings[kMaxFindings];
@@ -112,26 +112,31 @@ uintptr_t relative_pc(const void* pc) {
   return pc ? reinterpret_cast<uintptr_t>(pc) - reinterpret_cast<uintptr_t>(&__ehdr_start) : 0;
 }
 
-void add_finding(const char* check, const char* kind, Site first, Site second, int key,
-                 const char* fmt, ...) {
+char* new_finding(const char* check, const char* kind, Site first, Site second, int key) {
   bool fresh = false;
   Finding* f = slot_for(check, kind, first, second, key, &fresh);
   if (!f) {
     ++g_dropped;
-    return;
+    return nullptr;
   }
   ++f->count;
-  if (!fresh) return;
+  return fresh ? f->message : nullptr;
+}
+
+void add_finding(const char* check, const char* kind, Site first, Site second, int key,
+                 const char* fmt, ...) {
+  char* message = new_finding(check, kind, first, second, key);
+  if (!message) return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(f->message, sizeof f->message, fmt, ap);
+  vsnprintf(message, kMessageSize, fmt, ap);
   va_end(ap);
-  sanitize(f->message);
 }
 
 void write_findings() {
   for (int i = 0; i < g_count; ++i) {
-    const Finding& f = g_findings[i];
+    Finding& f = g_findings[i];
+    sanitize(f.message);
     fprintf(stderr, "METAL_HARNESS_FINDING %s\t%s\t%lx\t%u\t%lx\t%u\t%llu\t%s\n", f.check, f.kind,
             static_cast<unsigned long>(f.first.pc), f.first.line,
             static_cast<unsigned long>(f.second.pc), f.second.line,
@@ -142,16 +147,20 @@ void write_findings() {
   fflush(stderr);
 }
 
+void abort_run() {
+  write_findings();
+  fprintf(stderr, "METAL_HARNESS_ABORTED\n");
+  fflush(stderr);
+  _exit(3);
+}
+
 void fatal_v(const char* kind, Site site, const char* fmt, va_list ap) {
   char message[512];
   vsnprintf(message, sizeof message, fmt, ap);
   char where[192];
   describe_current(where, sizeof where);
   add_finding(check_of(kind), kind, site, Site{0, 0}, -1, "%s (%s)", message, where);
-  write_findings();
-  fprintf(stderr, "METAL_HARNESS_ABORTED\n");
-  fflush(stderr);
-  _exit(3);
+  abort_run();
 }
 
 void fatal(const char* kind, Site site, const char* fmt, ...) {

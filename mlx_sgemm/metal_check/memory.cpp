@@ -26,7 +26,10 @@ namespace {
 // A float NaN too (a quiet NaN with a payload), so a read of the slack spoils
 // a result even when multiplied by 0.
 constexpr uint32_t kCanary = 0x7fc0dead;
-constexpr size_t kGuardPages = 16;  // on each side: 64 KiB of PROT_NONE
+// On each side: 64 MiB of PROT_NONE (address space only). Wide, so that a
+// wild index lands in a region's own guard, where the access checks see it
+// as out of bounds of that buffer, rather than in memory that is no buffer's.
+constexpr size_t kGuardBytes = size_t(64) << 20;
 constexpr size_t kSlackPages = 4;   // on each side: 16 KiB of accessible canary
 
 constexpr int kMaxRegions = 256;
@@ -39,8 +42,8 @@ unsigned char canary_byte(const char* p) {
   return static_cast<unsigned char>(kCanary >> (8 * (reinterpret_cast<uintptr_t>(p) % 4)));
 }
 
-char* accessible_begin(const Region& r) { return r.map + kGuardPages * page_size(); }
-char* accessible_end(const Region& r) { return r.map + r.map_size - kGuardPages * page_size(); }
+char* accessible_begin(const Region& r) { return r.map + kGuardBytes; }
+char* accessible_end(const Region& r) { return r.map + r.map_size - kGuardBytes; }
 
 }  // namespace
 
@@ -55,10 +58,11 @@ Region* new_region(const char* name, RegionKind kind, size_t size, bool align_en
   snprintf(r->name, sizeof r->name, "%s", name);
   r->kind = kind;
   const size_t page = page_size();
-  const size_t guard = kGuardPages * page, slack = kSlackPages * page;
+  const size_t guard = kGuardBytes, slack = kSlackPages * page;
   const size_t body = round_up(size == 0 ? 1 : size, page);
   r->map_size = body + 2 * (guard + slack);
-  void* map = mmap(nullptr, r->map_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* map = mmap(nullptr, r->map_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
   if (map == MAP_FAILED) internal_error("mmap failed for a buffer");
   r->map = static_cast<char*>(map);
   char* begin = accessible_begin(*r);
@@ -163,6 +167,7 @@ void on_fault(int sig, siginfo_t* info, void* context) {
           "an index outside a fixed-size array (a threadgroup or thread-local array; clang "
           "-fsanitize=array-bounds trapped)");
   if (sig == SIGFPE) fatal("crash", site, "arithmetic exception (integer division by zero?)");
+  if (reported_out_of_bounds(address)) abort_run();  // memcheck has said where and what
   if (Region* r = find_region(reinterpret_cast<uintptr_t>(address))) {
     if (address >= r->data && address < r->data + r->size && r->read_only)
       fatal("read_only", site, "a write to input buffer %s (byte %td of %zu)", r->name,

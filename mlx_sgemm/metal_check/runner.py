@@ -29,6 +29,9 @@ _INTERNAL = re.compile(r"^METAL_HARNESS_INTERNAL (.*)$", re.MULTILINE)
 _STATS = re.compile(r"^METAL_HARNESS_STATS (?P<stats>.*)$", re.MULTILINE)
 _UNIT_LINE = re.compile(re.escape(UNIT_FILE) + r":(\d+)")
 _MESSAGE_LINE = re.compile(r"@line:(\d+)@")
+# The buffer or threadgroup variable a message is about (findings about
+# different ones at one line stay apart).
+_REGION = re.compile(r"buffer\(\d+\) \w+|threadgroup variable '\w+'")
 
 
 def build(prog: Program) -> Path:
@@ -94,7 +97,8 @@ def _findings(prog: Program, exe: Path, stderr: str) -> list[Finding]:
         # Sites that differ in the runtime can be one line here (an access
         # reported by the check and then by the fault it caused), and a race
         # between two lines is one whichever came first: merged.
-        key = (f.check, f.kind, frozenset(f.locations))
+        region = _REGION.search(f.message)
+        key = (f.check, f.kind, frozenset(f.locations), region[0] if region else "")
         if key in merged:
             kept = merged[key]
             merged[key] = Finding(kept.check, kept.kind, kept.message, kept.count + f.count,

@@ -1,5 +1,6 @@
 // What the runtime's own files share (not the kernel's business: runtime.h is).
 //
+//   context.cpp        switching between the scheduler and the threads
 //   job.cpp            reads the job, lays out the buffers, runs the dispatch,
 //                      writes the outputs
 //   scheduler.cpp      threads as fibers, threadgroups, barriers, simdgroup
@@ -17,8 +18,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <ucontext.h>
-
+#include "context.h"
 #include "runtime.h"
 
 namespace mh {
@@ -81,7 +81,7 @@ void install_fault_handlers();
 enum State { RUNNABLE, AT_BARRIER, IN_COLLECTIVE, FINISHED };
 
 struct Fiber {
-  ucontext_t context;
+  Context context;
   char* stack_map = nullptr;  // with a guard page at the bottom
   State state = FINISHED;
   unsigned barrier_line = 0;
@@ -122,14 +122,23 @@ void run_dispatch(const Dispatch& d);
 // Turn on initcheck (`init`: a byte-per-byte record of what was written) and
 // racecheck (`races`: threadgroup memory) for a region.
 void track_region(Region& r, bool init, bool races);
+// Whether `address` lies in the last access memcheck reported out of bounds
+// (the fault it then causes needs no second report).
+bool reported_out_of_bounds(const void* address);
 // initcheck: nothing of the region written yet (a threadgroup variable when
 // a threadgroup starts).
 void clear_written(Region& r);
 
 // ---- findings ---------------------------------------------------------------------
 
-// Record a finding (deduplicated by kind, sites and `key`; counted when
-// repeated). `check` is memcheck, racecheck, synccheck or initcheck.
+// Count a finding (deduplicated by kind, sites and `key`). Returns the buffer
+// (of kMessageSize bytes) its message goes into when it is new, null when it
+// repeats one already kept (or there is no room left): a check that finds
+// the same thing a million times formats its message once.
+constexpr size_t kMessageSize = 640;
+char* new_finding(const char* check, const char* kind, Site first, Site second, int key);
+// Record a finding (new_finding, and its message formatted when it is new).
+// `check` is memcheck, racecheck, synccheck or initcheck.
 __attribute__((format(printf, 6, 7))) void add_finding(
     const char* check, const char* kind, Site first, Site second, int key,
     const char* fmt, ...);
@@ -137,6 +146,8 @@ __attribute__((format(printf, 6, 7))) void add_finding(
 [[noreturn]] __attribute__((format(printf, 3, 4))) void fatal(
     const char* kind, Site site, const char* fmt, ...);
 [[noreturn]] void fatal_v(const char* kind, Site site, const char* fmt, va_list ap);
+// End the run after a finding already recorded: write every finding, exit 3.
+[[noreturn]] void abort_run();
 void write_findings();
 // A one-line error about the job itself (not the kernel); exits with status 3.
 [[noreturn]] void internal_error(const char* message);

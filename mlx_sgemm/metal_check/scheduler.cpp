@@ -61,7 +61,7 @@ Collective* g_collectives = nullptr;
 Scratch* g_scratch = nullptr;
 int g_simdgroups = 0;
 int* g_order = nullptr;
-ucontext_t g_scheduler;
+Context g_scheduler;
 uint64_t g_generation = 0;  // numbers threadgroups, for threadgroup memory
 size_t g_threadgroup_bytes = 0;
 uint64_t g_rng = 0;
@@ -85,7 +85,7 @@ void shuffle(T* items, uint64_t n) {  // Fisher-Yates
 
 Site at_line(unsigned line) { return Site{0, line}; }
 
-void yield_to_scheduler() { swapcontext(&g_current->context, &g_scheduler); }
+void yield_to_scheduler() { switch_context(g_current->context, g_scheduler); }
 
 Collective& collective_of(const Fiber& f) {
   return g_collectives[f.attrs.simdgroup_index_in_threadgroup];
@@ -129,7 +129,7 @@ void fiber_main() {
       }
     }
   }
-  swapcontext(&me->context, &g_scheduler);
+  switch_context(me->context, g_scheduler);  // never resumed: the fiber is started anew
 }
 
 void init_fiber(Fiber& f) {
@@ -141,11 +141,7 @@ void init_fiber(Fiber& f) {
     f.stack_map = static_cast<char*>(map);
     mprotect(f.stack_map, page, PROT_NONE);
   }
-  getcontext(&f.context);
-  f.context.uc_stack.ss_sp = f.stack_map + page;
-  f.context.uc_stack.ss_size = kStackSize;
-  f.context.uc_link = nullptr;
-  makecontext(&f.context, fiber_main, 0);
+  start_context(f.context, f.stack_map + page, kStackSize, fiber_main);
   f.state = RUNNABLE;
 }
 
@@ -181,7 +177,7 @@ void set_attrs(const Dispatch& d, const uint32_t tg[3], const uint32_t size[3], 
 
 void run_fiber(Fiber& f) {
   g_current = &f;
-  swapcontext(&g_scheduler, &f.context);
+  switch_context(g_scheduler, f.context);
   g_current = nullptr;
 }
 

@@ -28,22 +28,43 @@ class LineTable:
             raise ModuleNotFoundError(
                 "the Metal checker names source lines with pyelftools: "
                 'pip install "mlx-sgemm[check]"', name=e.name) from None
+        self.exe = exe
         self.source_file = source_file
+        self._inlined: list[tuple[int, int, int, str, int]] | None = None  # low, high, depth, file, line
+        rows: list[tuple[int, str, int]] = []
         with open(exe, "rb") as f:
             elf = ELFFile(f)
             # Relative addresses count from the ELF header's load address.
             self.base = min(seg["p_vaddr"] for seg in elf.iter_segments()
                             if seg["p_type"] == "PT_LOAD" and seg["p_offset"] == 0)
-            rows: list[tuple[int, str, int]] = []
-            self.inlined: list[tuple[int, int, int, str, int]] = []  # low, high, depth, file, line
             if elf.has_dwarf_info():
                 dwarf = elf.get_dwarf_info()
-                for cu in dwarf.iter_CUs():
+                for cu in self._kernel_units(dwarf):
                     self._read_lines(dwarf, cu, rows)
-                    self._read_inlined(dwarf, cu)
         rows.sort()
         self.addresses = [r[0] for r in rows]
         self.rows = rows
+
+    def _kernel_units(self, dwarf):
+        """The compilation units whose lines include the kernel's source (the
+        C library's start-up code may carry debug information too)."""
+        for cu in dwarf.iter_CUs():
+            program = dwarf.line_program_for_CU(cu)
+            if program is not None and self.source_file in self._file_names(program):
+                yield cu
+
+    @property
+    def inlined(self) -> list[tuple[int, int, int, str, int]]:
+        """The inlined calls' address ranges, read when first needed."""
+        if self._inlined is None:
+            from elftools.elf.elffile import ELFFile
+
+            self._inlined = []
+            with open(self.exe, "rb") as f:
+                dwarf = ELFFile(f).get_dwarf_info()
+                for cu in self._kernel_units(dwarf):
+                    self._read_inlined(dwarf, cu)
+        return self._inlined
 
     @staticmethod
     def _file_names(program) -> list[str]:
@@ -99,7 +120,7 @@ class LineTable:
                     index = call_file.value - base_index if call_file else -1
                     name = names[index] if 0 <= index < len(names) else ""
                     for low, high in ranges(child):
-                        self.inlined.append((low, high, depth, name,
+                        self._inlined.append((low, high, depth, name,
                                              call_line.value if call_line else 0))
                     walk(child, depth + 1)
                 elif child.has_children:

@@ -8,6 +8,8 @@ metal_check.metal_kernel exactly as MLX's kernels are called.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -67,6 +69,29 @@ def test_memcheck_device_write_before_the_start():
     # Without init_value the last element is also reported: nothing wrote it.
     _, report = check(source)
     assert [f.kind for f in report.findings] == ["out_of_bounds", "unwritten"]
+
+
+def test_memcheck_far_past_the_end_stops_the_run():
+    """An index 400 KB off reaches the buffer's guard pages: reported, then the run ends."""
+    outputs, f = found("uint i = thread_position_in_grid.x;\nout[i] = x[i + 100000];\n",
+                       "memcheck", "out_of_bounds")
+    # Whichever thread ran first: thread t reads 4 * (t + 100000) - 256 + 4 bytes past.
+    far = int(re.match(r"a 4-byte read (\d+) bytes past the end of buffer\(0\) x ", f.message)[1])
+    assert 399748 <= far <= 400000
+    assert outputs is None and lines(f) == [2]
+
+
+def test_memcheck_inside_a_helper_is_named_at_the_kernels_call():
+    """MLX's elem_to_loc told one dimension too many reads past x's shape and
+    strides: inside the helper, named at the kernel's line that calls it."""
+    source = ("uint i = thread_position_in_grid.x;\n"
+              "uint loc = elem_to_loc(i, x_shape, x_strides, x_ndim + 1);\n"
+              "out[i] = x[loc % 64];\n")
+    _, report = check(source, inputs=(X.reshape(8, 8),), ensure_row_contiguous=False)
+    assert [f.kind for f in report.findings] == ["out_of_bounds"] * 2, report
+    assert [lines(f) for f in report.findings] == [[2], [2]]
+    assert {f.message.split(" past the end of ")[1].split(" (")[0] for f in report.findings} == {
+        "buffer(1) x_shape", "buffer(2) x_strides"}
 
 
 def test_memcheck_threadgroup_overrun_through_a_pointer():
@@ -173,22 +198,22 @@ def test_racecheck_atomics_do_not_race():
 
 SYNC_BUGS = {
     "barrier-in-a-branch": (
-        "uint i = thread_position_in_threadgroup.x;\n"
-        "if (i < 40) threadgroup_barrier(mem_flags::mem_threadgroup);\n"
-        "else threadgroup_barrier(mem_flags::mem_threadgroup);\n"
-        "out[i] = 0.0f;\n",
+        ("uint i = thread_position_in_threadgroup.x;\n"
+         "if (i < 40) threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+         "else threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+         "out[i] = 0.0f;\n"),
         "divergence", ["k.metal:2", "k.metal:3"]),
     # Apple GPUs let the others go on, and so does the checker, after saying so.
     "barrier-after-return": (
-        "uint i = thread_position_in_threadgroup.x;\nout[i] = 0.0f;\n"
-        "if (i >= 48) return;\n"
-        "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
-        "out[i] = 1.0f;\n",
+        ("uint i = thread_position_in_threadgroup.x;\nout[i] = 0.0f;\n"
+         "if (i >= 48) return;\n"
+         "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+         "out[i] = 1.0f;\n"),
         "barrier_after_return", ["reached by 48 of the threadgroup's 64 threads"]),
     "simd-function-in-diverging-branches": (
-        "uint i = thread_position_in_grid.x;\nfloat v = x[i];\n"
-        "if (thread_index_in_simdgroup < 16) v = simd_sum(v);\n"
-        "else v = simd_max(v);\nout[i] = v;\n",
+        ("uint i = thread_position_in_grid.x;\nfloat v = x[i];\n"
+         "if (thread_index_in_simdgroup < 16) v = simd_sum(v);\n"
+         "else v = simd_max(v);\nout[i] = v;\n"),
         "divergence", ["simd_max", "simd_sum"]),
 }
 
