@@ -24,9 +24,11 @@ REUSE_BARRIER = "threadgroup_barrier(mem_flags::mem_threadgroup);  // all have r
 
 
 def softmax_kernel(source: str):
+    # The report names lines by this path: relative to here when it can be.
+    path = SOURCE.relative_to(Path.cwd()) if SOURCE.is_relative_to(Path.cwd()) else SOURCE
     return metal_check.metal_kernel(
         name="softmax", input_names=["x"], output_names=["out"], source=source,
-        source_path=str(SOURCE.relative_to(Path.cwd()) if SOURCE.is_relative_to(Path.cwd()) else SOURCE),
+        source_path=str(path),
     )
 
 

@@ -56,7 +56,7 @@ def _write_job(path: Path, buffers: list[Buffer], grid, threadgroup, seed: int,
             f.write(b.name.encode()[:31].ljust(32, b"\0"))
             f.write(struct.pack("<4Q", kind, b.nbytes, b.offset, b.elem_size))
             if b.data is not None:
-                data = b.data.tobytes() if b.data.flags.c_contiguous else b.data.copy().tobytes()
+                data = b.data.tobytes()  # C order, whatever the array's strides
                 if len(data) != b.nbytes:
                     raise compiler.HarnessError(f"{b.name}: {len(data)} bytes for a {b.nbytes}-byte buffer")
                 f.write(data)
