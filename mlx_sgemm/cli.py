@@ -8,6 +8,11 @@ labelled as such, filtered by the same options.
 ``mlx-sgemm explain 1x4096x4096``: what matmul would run for a product, and
 why (:func:`mlx_sgemm.explain`); it plans, it launches nothing.
 
+``mlx-sgemm check-kernel my_kernel.metal --grid ... --threadgroup ...``: any
+mx.fast.metal_kernel body run on the CPU with memcheck, racecheck, synccheck
+and initcheck (:mod:`mlx_sgemm.metal_check`); exit status 1 when a check finds
+a problem.
+
 Arguments are checked before anything runs: a bad one is a one-line error
 (``mlx-sgemm: error: argument --sizes: must be >= 1, got 0``) and exit status 2.
 """
@@ -109,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"),
                    help="the operands' dtype: converted to float32 on load or cast first, by kernel")
     e.add_argument("--json", action="store_true", help="print the plans as JSON")
+    from .metal_check.command import add_parser as add_check_kernel
+
+    add_check_kernel(commands)
     return parser
 
 
@@ -184,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             parser = build_parser()
             args = parser.parse_args(argv)
+            if args.command == "check-kernel":
+                from .metal_check.command import run_command
+
+                return run_command(parser, args)
             return bench(parser, args) if args.command == "bench" else explain(args)
         finally:
             # Flushed here, where a reader gone away is caught, not at exit;

@@ -1,6 +1,7 @@
 """The release artefacts: ``python -m build`` makes an sdist, then the wheel
 from that sdist, and the wheel carries what an installed package needs
-(the kernel sources, the recorded runs the CLI shows, py.typed, LICENSE)."""
+(the kernel sources, the recorded runs the CLI shows, the Metal checker's C++
+runtime and headers, py.typed, LICENSE)."""
 
 import subprocess
 import sys
@@ -37,6 +38,13 @@ def test_the_wheel_carries_what_the_package_needs(dist):
     recorded = {f"mlx_sgemm/recorded/{p.name}" for p in (ROOT / "benchmarks" / "results").glob("bench-*.csv")}
     assert recorded and recorded <= names
     assert "mlx_sgemm/py.typed" in names
+    # The Metal checker's runtime and headers, compiled on the user's machine.
+    checker = {f"mlx_sgemm/metal_check/{p.relative_to(ROOT / 'mlx_sgemm' / 'metal_check')}"
+               for p in (ROOT / "mlx_sgemm" / "metal_check").rglob("*")
+               if p.is_file() and p.suffix in (".cpp", ".h", "")}
+    assert {"mlx_sgemm/metal_check/metal_compat.h", "mlx_sgemm/metal_check/scheduler.cpp",
+            "mlx_sgemm/metal_check/include/metal_stdlib"} <= checker
+    assert checker <= names, sorted(checker - names)
     assert any(n.endswith("licenses/LICENSE") for n in names)
     assert not any(n.startswith("tests/") for n in names)
 

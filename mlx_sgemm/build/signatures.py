@@ -6,15 +6,16 @@ mlx/backend/common/metal_kernel.cpp, ``build_kernel`` in
 mlx/backend/cuda/custom_kernel.cpp, MLX 0.32). These are line-for-line ports, so
 that the checks that run without a GPU (the Metal CPU harness, the nvcc compile
 check) compile exactly what MLX would compile. Their input is a
-:class:`~mlx_sgemm.build.specs.KernelSpec`, the same object the registry hands to MLX.
+:class:`~mlx_sgemm.build.specs.KernelSpec`, the same object the registry hands to MLX,
+or anything else that describes a kernel the same way (:class:`KernelText`: the
+Metal checker describes any user's ``mx.fast.metal_kernel`` with one).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-from .specs import KernelSpec
+from typing import Protocol
 
 # Inputs with fewer elements than this are passed in Metal's constant address space.
 METAL_MAX_CONSTANT_ARRAY_SIZE = 8
@@ -44,12 +45,17 @@ METAL_ATTRIBUTES = (
     ("threads_per_threadgroup", "uint3"),
 )
 
-# MLX's type names for the dtypes we pass: get_type_string (Metal's types, and
-# a dtype template argument's part of a CUDA kernel's name; MLX's Metal prelude
-# defines float16_t and bfloat16_t) and dtype_to_cuda_type (CUDA's types, from
-# cuda_fp16.h / cuda_bf16.h, which MLX's device header includes).
-_TYPE_STRINGS = {"float32": "float", "float16": "float16_t", "bfloat16": "bfloat16_t",
-                 "int32": "int32_t", "int64": "int64_t", "int8": "int8_t"}
+# MLX's type names (get_type_string in mlx/backend/common/compiled.cpp) for
+# Metal, by dtype name; and (dtype_to_cuda_type) for the dtypes we pass to CUDA.
+METAL_TYPES = {
+    "float32": "float", "float16": "float16_t", "bfloat16": "bfloat16_t", "float64": "double",
+    "complex64": "complex64_t", "bool": "bool", "int8": "int8_t", "int16": "int16_t",
+    "int32": "int32_t", "int64": "int64_t", "uint8": "uint8_t", "uint16": "uint16_t",
+    "uint32": "uint32_t", "uint64": "uint64_t",
+}
+# MLX's dtype_to_cuda_type, for the dtypes we pass to CUDA (half types from
+# cuda_fp16.h / cuda_bf16.h, which MLX's device header includes). A dtype
+# template argument's part of a CUDA kernel's name is METAL_TYPES' string.
 _CUDA_TYPES = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16",
                "int32": "int32_t", "int64": "int64_t", "int8": "int8_t"}
 
@@ -61,6 +67,33 @@ CUDA_DEFAULT_HEADER = """
 """
 
 
+class KernelText(Protocol):
+    """What a signature is written from: a :class:`~mlx_sgemm.build.specs.KernelSpec`,
+    or the arguments of any ``mx.fast.metal_kernel`` (``mlx_sgemm.metal_check.kernel``).
+    ``template`` holds (name, value) pairs, a value an int, a bool or a :class:`TypeArg`.
+    Optional: ``output_dtypes`` (dtype names; empty or absent: every output
+    float32, as all of this package's Metal kernels) and ``atomic_outputs``
+    (``device atomic<T>*`` outputs, MLX's option of that name)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def input_names(self) -> tuple[str, ...]: ...
+    @property
+    def output_names(self) -> tuple[str, ...]: ...
+    @property
+    def template(self) -> tuple: ...
+    def compiled_source(self) -> str: ...
+    def compiled_header(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class TypeArg:
+    """A template argument that is a type (MLX takes a Dtype there): its dtype name."""
+
+    dtype: str
+
+
 @dataclass(frozen=True)
 class ArrayInfo:
     """What the signature depends on for one input: its dtype, rank and size."""
@@ -70,7 +103,7 @@ class ArrayInfo:
     size: int
 
 
-def shape_infos(spec: KernelSpec) -> list[tuple[bool, bool, bool]]:
+def shape_infos(spec: KernelText) -> list[tuple[bool, bool, bool]]:
     """For each input: does the body name ``<input>_shape``, ``_strides``, ``_ndim``?"""
     body = spec.compiled_source()
     return [
@@ -85,35 +118,44 @@ def metal_attributes(body: str) -> list[str]:
 
 def _template_value(value) -> str:
     # MLX streams a bool through std::ostream, which writes 1/0.
+    if isinstance(value, TypeArg):
+        return METAL_TYPES[value.dtype]
     return str(int(value)) if isinstance(value, bool) else str(value)
 
 
-def metal_kernel_name(spec: KernelSpec, inputs: list[ArrayInfo]) -> str:
+def _template_kind(value) -> str:
+    return "typename" if isinstance(value, TypeArg) else "bool" if isinstance(value, bool) else "int"
+
+
+def metal_kernel_name(spec: KernelText, inputs: list[ArrayInfo]) -> str:
     name = "custom_kernel_" + spec.name
     if spec.template:
         # MLX's make_template_hash turns "<16, 4>" into "_16_4" and appends it
         # after another "_": hence the double underscore.
         name += "__" + "_".join(_template_value(v) for _, v in spec.template)
     for info in inputs:
-        name += "_" + _TYPE_STRINGS[info.dtype]
+        name += "_" + METAL_TYPES[info.dtype]
         if info.ndim == 0:
             name += "s"
         elif info.size < METAL_MAX_CONSTANT_ARRAY_SIZE:
             name += "c"
-    name += "_float" * len(spec.output_names)
+    for dtype in _output_dtypes(spec):
+        name += "_" + METAL_TYPES[dtype]
     return name
 
 
-def metal_source(spec: KernelSpec, inputs: list[ArrayInfo]) -> str:
+def _output_dtypes(spec: KernelText) -> tuple[str, ...]:
+    return tuple(getattr(spec, "output_dtypes", ()) or ("float32",) * len(spec.output_names))
+
+
+def metal_source(spec: KernelText, inputs: list[ArrayInfo]) -> str:
     """The full Metal source MLX compiles for ``spec`` called on ``inputs``."""
     body = spec.compiled_source()
     infos = shape_infos(spec)
     name = metal_kernel_name(spec, inputs)
     out = spec.compiled_header()
     if spec.template:
-        kinds = []
-        for tname, value in spec.template:
-            kinds.append(("bool " if isinstance(value, bool) else "int ") + tname)
+        kinds = [_template_kind(value) + " " + tname for tname, value in spec.template]
         out += "template <" + ", ".join(kinds) + ">\n"
     out += f"[[kernel]] void {name}(\n"
     attributes = metal_attributes(body)
@@ -123,7 +165,7 @@ def metal_source(spec: KernelSpec, inputs: list[ArrayInfo]) -> str:
     ):
         location = "constant" if info.size < METAL_MAX_CONSTANT_ARRAY_SIZE else "device"
         ref = "&" if info.ndim == 0 else "*"
-        out += f"  const {location} {_TYPE_STRINGS[info.dtype]}{ref} {iname} [[buffer({index})]],\n"
+        out += f"  const {location} {METAL_TYPES[info.dtype]}{ref} {iname} [[buffer({index})]],\n"
         index += 1
         if info.ndim > 0:
             if has_shape:
@@ -135,8 +177,11 @@ def metal_source(spec: KernelSpec, inputs: list[ArrayInfo]) -> str:
             if has_ndim:
                 out += f"  const constant int& {iname}_ndim [[buffer({index})]],\n"
                 index += 1
-    for i, oname in enumerate(spec.output_names):
-        out += f"  device float* {oname} [[buffer({index})]]"
+    for oname, dtype in zip(spec.output_names, _output_dtypes(spec)):
+        element = METAL_TYPES[dtype]
+        if getattr(spec, "atomic_outputs", False):
+            element = f"atomic<{element}>"
+        out += f"  device {element}* {oname} [[buffer({index})]]"
         # MLX compares the running buffer index with inputs + outputs - 1 (not
         # counting the shape buffers); kept as is so the text matches.
         if index < len(inputs) + len(spec.output_names) - 1 or attributes:
@@ -156,19 +201,19 @@ def metal_source(spec: KernelSpec, inputs: list[ArrayInfo]) -> str:
     return out
 
 
-def cuda_kernel_name(spec: KernelSpec) -> str:
+def cuda_kernel_name(spec: KernelText) -> str:
     suffix = ""
     for _, value in spec.template_args:
         if isinstance(value, bool):
             suffix += "_t" if value else "_f"
         elif isinstance(value, str):  # a dtype
-            suffix += "_" + _TYPE_STRINGS[value]
+            suffix += "_" + METAL_TYPES[value]
         else:
             suffix += f"_{value}"
     return "custom_kernel_" + spec.name + suffix
 
 
-def cuda_source(spec: KernelSpec, inputs: list[ArrayInfo]) -> str:
+def cuda_source(spec: KernelText, inputs: list[ArrayInfo]) -> str:
     """The full CUDA source MLX compiles (with NVRTC) for ``spec`` on ``inputs``."""
     infos = shape_infos(spec)
     out = CUDA_DEFAULT_HEADER + spec.compiled_header()

@@ -3,13 +3,11 @@
 tests/metal/harness/ compiles the exact source MLX would hand Apple's compiler
 (signatures.metal_source on the registry's KernelSpec) with clang against a
 Metal compatibility header, and runs a dispatch with fibers for threads (see
-driver.py and runtime.cpp). Needs clang: `pip install ziglang` provides one.
+gemm.py and runtime.cpp). Needs clang: `pip install ziglang` provides one.
 These tests fail, never skip, when it is missing: CI must run them.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +15,9 @@ import pytest
 from mlx_sgemm.bench.accuracy import relative_error
 from mlx_sgemm.build import signatures, sources, specs
 from mlx_sgemm.dispatch.problem import plan
+from mlx_sgemm.metal_check import binding, compiler
 
-from .harness import checks, driver
+from .harness import checks, gemm
 from .harness.checks import operands, replace_once, variant
 
 METAL_SPECS = specs.specs("metal")
@@ -84,9 +83,9 @@ def test_stage_under_other_schedules(spec):
 @pytest.mark.parametrize("spec", METAL_SPECS, ids=lambda s: s.stage)
 def test_harness_compiles_what_mlx_compiles(spec):
     """The unit clang compiles is MLX's source, line for line, but for the documented edits."""
-    _, inputs = driver.launch_inputs(spec, np.zeros((2, 1, 19, 37)), np.zeros((3, 37, 21)))
-    infos = driver.array_infos(inputs)
-    prog = driver.program(spec, infos)
+    _, inputs = gemm.launch_inputs(spec, np.zeros((2, 1, 19, 37)), np.zeros((3, 37, 21)))
+    infos = gemm.array_infos(inputs)
+    prog = gemm.program(spec, infos)
     assert prog.mlx_source == signatures.metal_source(spec, infos)
     unit = prog.unit.split('#line 1 "launcher"')[0].splitlines()[2:]
     mlx = prog.mlx_source.splitlines()
@@ -118,13 +117,13 @@ def raw_dispatch(body, grid, threadgroup, out_floats, *, a=None, **kwargs):
     a = np.arange(16, dtype=np.float32) if a is None else a
     b = np.ones(16, dtype=np.float32)
     params = np.zeros(8, dtype=np.int32)
-    prog = driver.program(spec, driver.array_infos([a, b, params]))
+    prog = gemm.program(spec, gemm.array_infos([a, b, params]))
     # Bound as MLX binds them: a view in place, at its own strides.
-    buffers = [driver.strided_buffer(n, x)[0] for n, x in zip("ab", (a, b))]
-    buffers.append(driver.Buffer("params", params, params.nbytes))
-    buffers.append(driver.Buffer("c", None, out_floats * 4))
+    buffers = [binding.strided_buffer(n, x)[0] for n, x in zip("ab", (a, b))]
+    buffers.append(binding.Buffer("params", params, params.nbytes, elem_size=4))
+    buffers.append(binding.Buffer("c", None, out_floats * 4, elem_size=4, output=True))
     assert prog.buffers == len(buffers)
-    (out,) = driver.dispatch(prog, buffers, grid, threadgroup, **kwargs)
+    (out,) = gemm.dispatch(prog, buffers, grid, threadgroup, **kwargs)
     return np.frombuffer(out, dtype=np.float32)
 
 
@@ -160,10 +159,10 @@ simdgroup_store(z, c + 64, 8);
     params = np.zeros(8, dtype=np.int32)
     infos = [signatures.ArrayInfo("float32", 1, x.size) for x in (a, b)]
     infos.append(signatures.ArrayInfo("int32", 1, 8))
-    prog = driver.program(spec, infos)
-    bufs = [driver.Buffer("a", a, a.nbytes), driver.Buffer("b", b, b.nbytes),
-            driver.Buffer("params", params, params.nbytes), driver.Buffer("c", None, 512)]
-    (out,) = driver.dispatch(prog, bufs, (32, 1, 1), (32, 1, 1))
+    prog = gemm.program(spec, infos)
+    bufs = [binding.Buffer("a", a, a.nbytes, elem_size=4), binding.Buffer("b", b, b.nbytes, elem_size=4),
+            binding.Buffer("params", params, params.nbytes, elem_size=4), binding.Buffer("c", None, 512, elem_size=4, output=True)]
+    (out,) = gemm.dispatch(prog, bufs, (32, 1, 1), (32, 1, 1))
     out = np.frombuffer(out, dtype=np.float32).reshape(2, 8, 8)
     ref = a.reshape(8, 16)[:, 8:].astype(np.float64) @ b.reshape(8, 8).T
     np.testing.assert_allclose(out[0], ref, rtol=1e-5, atol=1e-5)
@@ -173,19 +172,19 @@ simdgroup_store(z, c + 64, 8);
 def test_constant_operand_cannot_feed_simdgroup_load():
     """As on Apple's compiler: simdgroup_load takes device or threadgroup memory only."""
     body = "simdgroup_float8x8 x; simdgroup_load(x, a, 8); simdgroup_store(x, c, 8);"
-    with pytest.raises(driver.CompileError, match="simdgroup_load"):
+    with pytest.raises(gemm.CompileError, match="simdgroup_load"):
         raw_dispatch(body, (32, 1, 1), (32, 1, 1), 64, a=np.ones(4, dtype=np.float32))
 
 
 def test_constant_pointer_does_not_convert_to_device():
     body = "const device float* p = a; c[0] = p[0];"
     raw_dispatch(body, (1, 1, 1), (1, 1, 1), 1)  # a device input: fine
-    with pytest.raises(driver.CompileError, match="with an lvalue of type 'constant float const"):
+    with pytest.raises(gemm.CompileError, match="with an lvalue of type 'constant float const"):
         raw_dispatch(body, (1, 1, 1), (1, 1, 1), 1, a=np.ones(4, dtype=np.float32))
 
 
 def test_unsupported_attribute_is_refused():
-    with pytest.raises(driver.KernelError, match=r"\[\[function_constant"):
+    with pytest.raises(gemm.KernelError, match=r"\[\[function_constant"):
         raw_dispatch("[[function_constant(0)]] c[0] = 1;", (1, 1, 1), (1, 1, 1), 1)
 
 
@@ -216,7 +215,7 @@ def test_unsupported_attribute_is_refused():
 )
 def test_misbehaviour_is_reported(body, kind):
     a = np.ones(256, dtype=np.float32)
-    with pytest.raises(driver.KernelError) as err:
+    with pytest.raises(gemm.KernelError) as err:
         raw_dispatch(body, (64, 1, 1), (64, 1, 1), 64, a=a)
     assert err.value.kind == kind, str(err.value)
 
@@ -238,7 +237,7 @@ if (i < 48) c[i] = tile[i / 8][i % 8];
 """
 
 
-def async_copy(clamp_mode=0, wait=True, src_offset="1", stats=None):
+def async_copy(clamp_mode=0, wait=True, src_offset="1", stats=None, report=None):
     body = (
         ASYNC_COPY_BODY.replace("CLAMP_MODE", str(clamp_mode))
         .replace("SRC_OFFSET", src_offset)
@@ -252,10 +251,10 @@ def async_copy(clamp_mode=0, wait=True, src_offset="1", stats=None):
     b, params = np.ones(16, dtype=np.float32), np.zeros(8, dtype=np.int32)
     infos = [signatures.ArrayInfo("float32", 1, 40), signatures.ArrayInfo("float32", 1, 16),
              signatures.ArrayInfo("int32", 1, 8)]
-    prog = driver.program(spec, infos)
-    bufs = [driver.Buffer("a", a, a.nbytes), driver.Buffer("b", b, b.nbytes),
-            driver.Buffer("params", params, params.nbytes), driver.Buffer("c", None, 48 * 4)]
-    (out,) = driver.dispatch(prog, bufs, (64, 1, 1), (64, 1, 1), stats=stats)
+    prog = gemm.program(spec, infos)
+    bufs = [binding.Buffer("a", a, a.nbytes, elem_size=4), binding.Buffer("b", b, b.nbytes, elem_size=4),
+            binding.Buffer("params", params, params.nbytes, elem_size=4), binding.Buffer("c", None, 48 * 4, elem_size=4, output=True)]
+    (out,) = gemm.dispatch(prog, bufs, (64, 1, 1), (64, 1, 1), stats=stats, report=report)
     return np.frombuffer(out, dtype=np.float32).reshape(6, 8)
 
 
@@ -274,11 +273,17 @@ def test_async_copy_clamps_to_edge():
 
 
 def test_async_copy_is_only_done_after_the_wait():
-    assert np.isnan(async_copy(wait=False)).all()
+    """The tile holds nothing before the wait (NaN), and initcheck says where it is read."""
+    reports = []
+    assert np.isnan(async_copy(wait=False, report=reports)).all()
+    (finding,) = reports[0].findings
+    assert (finding.check, finding.kind) == ("initcheck", "uninitialized")
+    assert "threadgroup variable 'tile'" in finding.message
+    assert "c[i] = tile[i / 8][i % 8];" in finding.locations[0].text
 
 
 def test_async_copy_with_lanes_disagreeing_is_reported():
-    with pytest.raises(driver.KernelError) as err:
+    with pytest.raises(gemm.KernelError) as err:
         async_copy(src_offset="thread_index_in_simdgroup % 2")
     assert err.value.kind == "nonuniform"
 
@@ -287,7 +292,7 @@ def test_strided_buffer_binds_the_view_in_place():
     """The kernel's pointer is element (0, 0); the buffer spans exactly the view."""
     base = np.arange(40, dtype=np.float32).reshape(5, 8)
     view = base[4:0:-2, 1:7:3]  # rows 4, 2; columns 1, 4
-    buf, strides = driver.strided_buffer("x", view)
+    buf, strides = binding.strided_buffer("x", view)
     assert strides == [-16, 3]
     # Lowest element: (row 2, column 1), highest: (row 4, column 4).
     assert buf.data.size == (4 * 8 + 4) - (2 * 8 + 1) + 1
@@ -300,21 +305,22 @@ def test_strided_buffer_binds_the_view_in_place():
 
 
 def test_strided_views_are_bound_in_place_with_guards():
-    """A row-major kernel body reading one element past a strided view: past
-    the last element faults; in the gap after row 0 it reads NaN."""
+    """A row-major kernel body reading one element past a strided view: in the
+    gap after row 0 it reads NaN; past the last element it is out of bounds,
+    with the page boundary at either end of the buffer."""
     view = np.arange(40, dtype=np.float32).reshape(5, 8)[:3, :4]  # row stride 8
     body = "c[0] = a[ROW * 8 + 4];"  # (ROW, 4): one past the end of row ROW
-    buf, strides = driver.strided_buffer("a", view)
+    buf, strides = binding.strided_buffer("a", view)
     assert strides == [8, 1] and buf.data.size == 2 * 8 + 4
-    for row, align_end in ((0, True), (0, False), (2, False)):
-        # Row 2: the buffer's slack after its end is canary-filled, also NaN.
-        out = raw_dispatch(body.replace("ROW", str(row)), (1, 1, 1), (1, 1, 1), 1, a=view,
+    for align_end in (True, False):
+        out = raw_dispatch(body.replace("ROW", "0"), (1, 1, 1), (1, 1, 1), 1, a=view,
                            align_end=align_end)
         assert np.isnan(out[0])
-    with pytest.raises(driver.KernelError) as err:
-        raw_dispatch(body.replace("ROW", "2"), (1, 1, 1), (1, 1, 1), 1, a=view)
-    assert err.value.kind == "out_of_bounds"
-    assert "past the end of buffer(0) a" in err.value.message
+        with pytest.raises(gemm.KernelError) as err:
+            raw_dispatch(body.replace("ROW", "2"), (1, 1, 1), (1, 1, 1), 1, a=view,
+                         align_end=align_end)
+        assert err.value.kind == "out_of_bounds"
+        assert "4-byte read 4 bytes past the end of buffer(0) a" in err.value.message
 
 
 
@@ -331,15 +337,20 @@ def barrier_mutants():
 
 
 @pytest.mark.parametrize("spec,which", list(barrier_mutants()))
-def test_missing_threadgroup_barrier_gives_wrong_results(spec, which):
+def test_missing_threadgroup_barrier_is_reported_as_a_race(spec, which):
+    """racecheck names the race a dropped barrier opens (whatever the schedule:
+    one seed), and the results are wrong too."""
     body = spec.source()
     pos = -1
     for _ in range(which + 1):
         pos = body.index(BARRIER, pos + 1)
     mutant = variant(spec, body=body[:pos] + body[pos + len(BARRIER):])
     a, b = operands((127, 131), (131, 129))
-    c = driver.matmul(mutant, a, b)
-    assert relative_error(c, a, b) > 1e-3, "a race went unnoticed"
+    c, report = gemm.checked(mutant, a, b)
+    races = report.by_check("racecheck")
+    assert races, f"a race went unnoticed: {report}"
+    assert "threadgroup variable" in races[0].message and len(races[0].locations) == 2
+    assert relative_error(c, a, b) > 1e-3
 
 
 @pytest.mark.parametrize(
@@ -351,8 +362,8 @@ def test_bounds_check_off_by_one_is_caught(spec):
     mutant = variant(spec, header=header)
     a, b = operands((33, 17), (17, 65))
     try:
-        c = driver.matmul(mutant, a, b)
-    except driver.KernelError as e:
+        c = gemm.matmul(mutant, a, b)
+    except gemm.KernelError as e:
         assert e.kind == "out_of_bounds", str(e)
     else:
         assert relative_error(c, a, b) > 1e-3, "an off-by-one bounds check went unnoticed"
@@ -361,8 +372,8 @@ def test_bounds_check_off_by_one_is_caught(spec):
 def test_store_bounds_check_off_by_one_is_reported_out_of_bounds():
     spec = specs.spec("naive", "metal")
     mutant = variant(spec, body=replace_once(spec.source(), "col < t.N", "col <= t.N"))
-    with pytest.raises(driver.KernelError) as err:
-        driver.matmul(mutant, *operands((33, 17), (17, 65)))
+    with pytest.raises(gemm.KernelError) as err:
+        gemm.matmul(mutant, *operands((33, 17), (17, 65)))
     # Column N: B is read one past the end of its last row before C is written.
     assert err.value.kind == "out_of_bounds"
     assert "past the end of buffer(3) b" in err.value.message
@@ -380,8 +391,8 @@ def test_unchecked_load_past_the_end_is_reported(align_end):
     mutant = variant(spec, body=body)
     a, b = operands((33, 17), (17, 65))
     try:
-        c = driver.matmul(mutant, a, b, align_end=align_end)
-    except driver.KernelError as e:
+        c = gemm.matmul(mutant, a, b, align_end=align_end)
+    except gemm.KernelError as e:
         assert e.kind == "out_of_bounds", str(e)
         assert "buffer(3) b" in e.message
     else:
@@ -394,12 +405,12 @@ def test_unchecked_load_past_the_end_is_reported(align_end):
 def test_load_before_the_start_is_reported():
     spec = specs.spec("naive", "metal")
     body = replace_once(spec.source(), "t.A(row, k)", "t.A(row, k - 1)")
-    with pytest.raises(driver.KernelError) as err:
-        driver.matmul(variant(spec, body=body), *operands((33, 17), (17, 65)), align_end=False)
+    with pytest.raises(gemm.KernelError) as err:
+        gemm.matmul(variant(spec, body=body), *operands((33, 17), (17, 65)), align_end=False)
     assert err.value.kind == "out_of_bounds"
     assert "before the start of buffer(0) a" in err.value.message
 
 
 def test_harness_sources_exist():
-    for path in (driver.COMPAT_HEADER, *driver.RUNTIME_SOURCES):
-        assert Path(path).is_file()
+    for name in (*compiler.HEADERS, *(f"{o}.cpp" for o in compiler.RUNTIME_OBJECTS)):
+        assert (compiler.HERE / name).is_file()

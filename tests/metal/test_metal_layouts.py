@@ -3,7 +3,7 @@
 MLX hands the kernels a and b as they are (ensure_row_contiguous is off): a
 transposed view, a slice, a broadcast arrives with its own strides, and the
 buffer pointer at the array's own offset. The harness binds each NumPy view the
-same way (driver.strided_buffer): the buffer is exactly the span the view can
+same way (mlx_sgemm.metal_check.binding.strided_buffer): the buffer is exactly the span the view can
 address, with guard pages at its ends and NaN in the gaps between a slice's
 rows, so a kernel that assumes any other layout reads NaN or faults.
 """
@@ -16,7 +16,7 @@ import pytest
 from mlx_sgemm.bench.accuracy import relative_error
 from mlx_sgemm.build import specs
 
-from .harness import driver
+from .harness import gemm
 from .harness.checks import check, layout, replace_once, variant
 
 METAL_SPECS = specs.specs("metal")
@@ -102,8 +102,8 @@ def test_read_past_the_edge_of_a_strided_operand_is_caught(spec, case):
     b = layout((K, N), case[1], rng)
     for align_end in (True, False):
         try:
-            c = driver.matmul(mutant, a, b, align_end=align_end)
-        except driver.KernelError as e:
+            c = gemm.matmul(mutant, a, b, align_end=align_end)
+        except gemm.KernelError as e:
             assert e.kind == "out_of_bounds", str(e)
         else:
             assert relative_error(c, a, b) > 1e-3, "a read past the operand went unnoticed"
@@ -118,8 +118,8 @@ def test_a_stage_that_ignores_column_strides_fails(spec):
     rng = np.random.default_rng(5)
     a, b = layout((M, K), "row", rng), layout((K, N), "col", rng)
     try:
-        c = driver.matmul(mutant, a, b)
-    except driver.KernelError as e:
+        c = gemm.matmul(mutant, a, b)
+    except gemm.KernelError as e:
         assert e.kind == "out_of_bounds", str(e)
     else:
         assert relative_error(c, a, b) > 1e-3

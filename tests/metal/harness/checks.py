@@ -10,7 +10,7 @@ import numpy as np
 from mlx_sgemm.bench.accuracy import relative_error
 from mlx_sgemm.build import specs
 
-from . import driver
+from . import gemm
 
 # float32 accumulation lands near 1e-7 (see mlx_sgemm.bench.accuracy); a bug near 1.
 TOLERANCE = 1e-6
@@ -89,7 +89,7 @@ def gemm_error(out, a, b, c=None, alpha=1.0, beta=0.0) -> float:
 def check(spec, a, b, *, c=None, alpha=1.0, beta=0.0, **kwargs) -> np.ndarray:
     """Run ``spec`` on ``a``, ``b`` (any layout) in the harness; assert it is right."""
     extra = dict(c=c, alpha=alpha, beta=beta) if "c_in" in spec.input_names else {}
-    out = driver.matmul(spec, a, b, **extra, **kwargs)
+    out = gemm.matmul(spec, a, b, **extra, **kwargs)
     err = gemm_error(out, a, b, **extra)
     assert err < TOLERANCE, (
         f"{spec.stage} {a.shape} (strides {a.strides}) @ {b.shape} (strides {b.strides}): "

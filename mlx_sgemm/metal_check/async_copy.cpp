@@ -13,7 +13,13 @@
 // A copy is a collective of the issuing simdgroup; it is
 // carried out when the simdgroup waits on its event (the latest moment the
 // hardware may finish it), and its destination is poisoned when it is issued,
-// so reading the tile before the wait gives wrong results.
+// so reading the tile before the wait gives wrong results. For the checks
+// (this file is not instrumented: it says what it touches through mh_access),
+// the destination is written by the copy engine at issue (racecheck: another
+// simdgroup touching it before the barrier is a race; initcheck: reading it
+// before the wait reads nothing written) and at the wait, where the source
+// is read (memcheck: a source tile reaching past its buffer). Both are
+// attributed to the kernel's call of the intrinsic.
 //
 // Arguments of the 2-D device -> threadgroup copy, as far as they are known:
 // (sizeof(T), alignof(T), dst, dst_elements_per_row, dst_element_stride,
@@ -69,6 +75,7 @@ thread _simdgroup_event_t* __metal_simdgroup_async_copy_2d(
       &result};
   void* const* lanes = mh_simd_collective("simdgroup_async_copy", 0, &mine, 1);
   if (lanes) {
+    mh_site_push(0, __builtin_return_address(0));
     for (int l = 1; l < 32; ++l)
       if (!metal_harness::same_request(
               static_cast<metal_harness::async_copy_args*>(lanes[l])->request, mine.request))
@@ -79,11 +86,14 @@ thread _simdgroup_event_t* __metal_simdgroup_async_copy_2d(
     *event = mine.request;
     mh_count_async_copy();
     // Until the wait, the destination holds nothing usable.
-    for (ulong r = 0; r < event->dst_rows; ++r)
-      __builtin_memset((char*)(event->dst + r * dst_epr * elem_size), 0xff,
-                       event->dst_cols * elem_size);
+    for (ulong r = 0; r < event->dst_rows; ++r) {
+      threadgroup char* row = event->dst + r * dst_epr * elem_size;
+      mh_access((const void*)row, event->dst_cols * elem_size, MH_DMA, 0);
+      __builtin_memset((char*)row, 0xff, event->dst_cols * elem_size);
+    }
     for (int l = 0; l < 32; ++l)
       *static_cast<metal_harness::async_copy_args*>(lanes[l])->result = event;
+    mh_site_pop();
     mh_simd_release();
   }
   return result;
@@ -94,6 +104,7 @@ inline void perform_copy(_simdgroup_event_t& e) {
   for (ulong r = 0; r < e.dst_rows; ++r) {
     for (ulong c = 0; c < e.dst_cols; ++c) {
       threadgroup char* to = e.dst + (r * e.dst_epr + c) * e.elem_size;
+      mh_access((const void*)to, e.elem_size, MH_WRITE, 0);
       const bool inside = r < e.src_rows && c < e.src_cols;
       if (!inside && (e.clamp_mode == 0 || e.src_rows == 0 || e.src_cols == 0)) {
         __builtin_memset((char*)to, 0, e.elem_size);
@@ -101,8 +112,9 @@ inline void perform_copy(_simdgroup_event_t& e) {
       }
       const ulong sr = r < e.src_rows ? r : e.src_rows - 1;
       const ulong sc = c < e.src_cols ? c : e.src_cols - 1;
-      __builtin_memcpy((char*)to, (const char*)(e.src + (sr * e.src_epr + sc) * e.elem_size),
-                       e.elem_size);
+      const device char* from = e.src + (sr * e.src_epr + sc) * e.elem_size;
+      mh_access((const void*)from, e.elem_size, MH_READ, 0);
+      __builtin_memcpy((char*)to, (const char*)from, e.elem_size);
     }
   }
   e.pending = 0;
@@ -120,11 +132,13 @@ void __metal_wait_simdgroup_events(int count, thread _simdgroup_event_t** events
   metal_harness::wait_args mine{count, events};
   void* const* lanes = mh_simd_collective("wait_simdgroup_events", 0, &mine, 1);
   if (!lanes) return;
+  mh_site_push(0, __builtin_return_address(0));
   for (int i = 0; i < count; ++i) {
     _simdgroup_event_t* e = events[i];
     if (e == nullptr) mh_fail("unsupported", 0, "wait_simdgroup_events: event %d is null", i);
     if (e->pending) metal_harness::perform_copy(*e);
   }
+  mh_site_pop();
   mh_simd_release();
 }
 

@@ -1,9 +1,10 @@
-// Metal Shading Language on the CPU: just enough of MSL for the kernels in
-// kernels/metal/ to compile with clang and run under runtime.cpp.
+// Metal Shading Language on the CPU: enough of MSL for the kernels in
+// kernels/metal/ and for MLX's documented custom kernels to compile with
+// clang and run under the runtime (scheduler.cpp and its neighbours).
 //
-// It stands where MLX's Metal prelude stands (metal::utils(): <metal_stdlib>
-// and `using namespace metal;`) in front of the source MLX generates. Faithful
-// where bugs hide:
+// It stands where MLX's Metal prelude stands (metal::utils(): <metal_stdlib>,
+// MLX's kernels/utils.h, and `using namespace metal;`) in front of the source
+// MLX generates. Faithful where bugs hide:
 //   * address spaces are real clang address spaces: a `constant` pointer does
 //     not convert to a `device` one, and simdgroup_load refuses `constant`, as
 //     Apple's compiler does;
@@ -14,9 +15,12 @@
 //   * a simdgroup_float8x8 holds two elements per lane, as on Apple GPUs, and
 //     every load/store/multiply is one collective operation of all 32 lanes,
 //     checked for lanes that diverge or pass different arguments;
-//   * simdgroup_async_copy (the declarations of Fast Matrix Multiply on an Apple GPU) is in async_copy.cpp.
+//   * simdgroup_async_copy (the declarations of Fast Matrix Multiply on an Apple GPU) is in async_copy.cpp;
+//   * SIMD-group functions (simd_sum, simd_shuffle, ...) are in metal_simd.h,
+//     atomics in metal_atomic.h, MLX's indexing helpers in mlx_utils.h.
 // Anything not declared here is unsupported and fails to compile (unknown
-// identifier, or a static_assert that says so).
+// identifier, or a static_assert that says so). Floating-point math is IEEE
+// (MLX's default math_mode "safe"); half is clang's _Float16, bfloat __bf16.
 #ifndef METAL_HARNESS_COMPAT_H
 #define METAL_HARNESS_COMPAT_H
 
@@ -44,6 +48,11 @@ typedef unsigned char uchar;
 typedef unsigned short ushort;
 typedef unsigned int uint;
 typedef unsigned long ulong;  // 64-bit, as in Metal (LP64 here)
+typedef _Float16 half;
+typedef __bf16 bfloat;
+// MLX's names (get_type_string) for the types of half arrays.
+typedef half float16_t;
+typedef bfloat bfloat16_t;
 
 namespace metal {
 
@@ -244,7 +253,8 @@ inline bool any(const vec<bool, N>& b) {
 }
 
 // ---- math ------------------------------------------------------------------
-// Scalar versions, and element-wise ones for vectors of the same type.
+// Scalar versions, and element-wise ones for vectors. float is computed with
+// clang's builtins; half and bfloat through float, rounded back.
 template <typename T, MH_IF_SCALAR(T)>
 inline T min(T a, T b) { return b < a ? b : a; }
 template <typename T, MH_IF_SCALAR(T)>
@@ -254,21 +264,48 @@ inline T clamp(T x, T lo, T hi) { return min(max(x, lo), hi); }
 inline float fmin(float a, float b) { return __builtin_fminf(a, b); }
 inline float fmax(float a, float b) { return __builtin_fmaxf(a, b); }
 inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
-inline float abs(float x) { return __builtin_fabsf(x); }
-inline float fabs(float x) { return __builtin_fabsf(x); }
 inline int abs(int x) { return x < 0 ? -x : x; }
-inline float sqrt(float x) { return __builtin_sqrtf(x); }
-inline float rsqrt(float x) { return 1.0f / __builtin_sqrtf(x); }
-inline float exp(float x) { return __builtin_expf(x); }
-inline float exp2(float x) { return __builtin_exp2f(x); }
-inline float log(float x) { return __builtin_logf(x); }
-inline float floor(float x) { return __builtin_floorf(x); }
-inline float ceil(float x) { return __builtin_ceilf(x); }
-inline float trunc(float x) { return __builtin_truncf(x); }
-inline float round(float x) { return __builtin_roundf(x); }
+inline long abs(long x) { return x < 0 ? -x : x; }
+inline float saturate(float x) { return clamp(x, 0.0f, 1.0f); }
+inline float mix(float x, float y, float a) { return x + (y - x) * a; }
+inline float sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; }
+inline float rsqrt_f(float x) { return 1.0f / __builtin_sqrtf(x); }
+inline float exp10_f(float x) { return __builtin_powf(10.0f, x); }
+inline float pow(float x, float y) { return __builtin_powf(x, y); }
+inline float powr(float x, float y) { return __builtin_powf(x, y); }
+inline float fmod(float x, float y) { return __builtin_fmodf(x, y); }
+inline float atan2(float y, float x) { return __builtin_atan2f(y, x); }
+inline float copysign(float x, float y) { return __builtin_copysignf(x, y); }
+
+// name(x) for float, half, bfloat and their vectors.
+#define MH_UNARY_MATH(name, fn)                                                   \
+  inline float name(float x) { return fn(x); }                                    \
+  inline half name(half x) { return half(fn(float(x))); }                         \
+  inline bfloat name(bfloat x) { return bfloat(fn(float(x))); }                   \
+  template <typename T, int N>                                                    \
+  inline vec<T, N> name(vec<T, N> v) {                                            \
+    for (int i = 0; i < N; ++i) v.v[i] = name(v.v[i]);                            \
+    return v;                                                                     \
+  }
+#define MH_MATH_FUNCTIONS(X)                                                      \
+  X(abs, __builtin_fabsf) X(fabs, __builtin_fabsf) X(sqrt, __builtin_sqrtf)       \
+  X(rsqrt, rsqrt_f) X(exp, __builtin_expf) X(exp2, __builtin_exp2f)               \
+  X(exp10, exp10_f) X(log, __builtin_logf) X(log2, __builtin_log2f)               \
+  X(log10, __builtin_log10f) X(sin, __builtin_sinf) X(cos, __builtin_cosf)        \
+  X(tan, __builtin_tanf) X(asin, __builtin_asinf) X(acos, __builtin_acosf)        \
+  X(atan, __builtin_atanf) X(sinh, __builtin_sinhf) X(cosh, __builtin_coshf)      \
+  X(tanh, __builtin_tanhf) X(erf, __builtin_erff) X(floor, __builtin_floorf)      \
+  X(ceil, __builtin_ceilf) X(trunc, __builtin_truncf) X(round, __builtin_roundf)  \
+  X(rint, __builtin_rintf) X(expm1, __builtin_expm1f)
+MH_MATH_FUNCTIONS(MH_UNARY_MATH)
+#undef MH_UNARY_MATH
+
 inline bool isnan(float x) { return __builtin_isnan(x); }
 inline bool isinf(float x) { return __builtin_isinf(x); }
 inline bool isfinite(float x) { return __builtin_isfinite(x); }
+inline bool isnan(half x) { return __builtin_isnan(float(x)); }
+inline bool isinf(half x) { return __builtin_isinf(float(x)); }
+inline bool isfinite(half x) { return __builtin_isfinite(float(x)); }
 template <typename T, int N>
 inline vec<T, N> min(vec<T, N> a, vec<T, N> b) {
   for (int i = 0; i < N; ++i) a.v[i] = min(a.v[i], b.v[i]);
@@ -284,8 +321,62 @@ inline vec<T, N> fma(vec<T, N> a, vec<T, N> b, vec<T, N> c) {
   for (int i = 0; i < N; ++i) a.v[i] = fma(a.v[i], b.v[i], c.v[i]);
   return a;
 }
+template <typename T, int N>
+inline T dot(vec<T, N> a, vec<T, N> b) {
+  T sum = T(0);
+  for (int i = 0; i < N; ++i) sum += a.v[i] * b.v[i];
+  return sum;
+}
 template <typename T, MH_IF_SCALAR(T)>
 inline T select(T a, T b, bool c) { return c ? b : a; }
+
+// metal::precise:: and metal::fast:: name the same functions here: the CPU
+// computes IEEE results either way (no fast-math).
+#define MH_USING(name, fn) using metal::name;
+namespace precise {
+MH_MATH_FUNCTIONS(MH_USING)
+using metal::pow;
+using metal::powr;
+using metal::fmin;
+using metal::fmax;
+}  // namespace precise
+namespace fast {
+MH_MATH_FUNCTIONS(MH_USING)
+using metal::pow;
+using metal::powr;
+using metal::fmin;
+using metal::fmax;
+}  // namespace fast
+#undef MH_USING
+#undef MH_MATH_FUNCTIONS
+
+// ---- numeric limits ----------------------------------------------------------
+template <typename T>
+struct numeric_limits {  // integers
+  static_assert(__is_integral(T), "metal_compat: numeric_limits of this type is not modelled");
+  static constexpr bool is_signed = T(-1) < T(0);
+  static constexpr T max() {
+    return is_signed ? T((T(1) << (sizeof(T) * 8 - 2)) - 1 + (T(1) << (sizeof(T) * 8 - 2)))
+                     : T(~T(0));
+  }
+  static constexpr T min() { return is_signed ? T(-max() - 1) : T(0); }
+  static constexpr T lowest() { return min(); }
+};
+#define MH_FLOAT_LIMITS(T, MAX, MIN, EPS)                                          \
+  template <>                                                                      \
+  struct numeric_limits<T> {                                                       \
+    static constexpr bool is_signed = true;                                        \
+    static constexpr T max() { return T(MAX); }                                    \
+    static constexpr T min() { return T(MIN); }                                    \
+    static constexpr T lowest() { return T(-(MAX)); }                              \
+    static constexpr T epsilon() { return T(EPS); }                                \
+    static constexpr T infinity() { return T(__builtin_huge_valf()); }             \
+    static constexpr T quiet_NaN() { return T(__builtin_nanf("")); }               \
+  };
+MH_FLOAT_LIMITS(float, __FLT_MAX__, __FLT_MIN__, __FLT_EPSILON__)
+MH_FLOAT_LIMITS(half, 65504.0f, 6.103515625e-05f, 0.0009765625f)
+MH_FLOAT_LIMITS(bfloat, 3.38953139e38f, 1.17549435e-38f, 0.0078125f)
+#undef MH_FLOAT_LIMITS
 
 template <typename To, typename From>
 inline To as_type(From x) {
@@ -404,6 +495,7 @@ inline void load(vec<float, 2>& d, P src, ulong epr, vec<ulong, 2> origin, bool 
   void* const* lanes = mh_simd_collective("simdgroup_load", line, &mine, 1);
   if (!lanes) return;  // the last lane to arrive has done it for us
   check_uniform<P>("simdgroup_load", line, lanes);
+  mh_site_push(line, nullptr);
   for (uint32_t l = 0; l < 32; ++l) {
     const transfer_args<P>& a = *static_cast<const transfer_args<P>*>(lanes[l]);
     int r, c;
@@ -412,6 +504,7 @@ inline void load(vec<float, 2>& d, P src, ulong epr, vec<ulong, 2> origin, bool 
     const float e1 = src[element_offset(a, r, c + 1)];
     *a.elements = vec<float, 2>(e0, e1);
   }
+  mh_site_pop();
   mh_simd_release();
 }
 
@@ -423,6 +516,7 @@ inline void store(const vec<float, 2>& s, P dst, ulong epr, vec<ulong, 2> origin
   void* const* lanes = mh_simd_collective("simdgroup_store", line, &mine, 1);
   if (!lanes) return;
   check_uniform<P>("simdgroup_store", line, lanes);
+  mh_site_push(line, nullptr);
   for (uint32_t l = 0; l < 32; ++l) {
     const transfer_args<P>& a = *static_cast<const transfer_args<P>*>(lanes[l]);
     int r, c;
@@ -430,6 +524,7 @@ inline void store(const vec<float, 2>& s, P dst, ulong epr, vec<ulong, 2> origin
     dst[element_offset(a, r, c)] = a.elements->x;
     dst[element_offset(a, r, c + 1)] = a.elements->y;
   }
+  mh_site_pop();
   mh_simd_release();
 }
 
@@ -530,18 +625,34 @@ MH_VECTOR_NAMES(uchar, uchar)
 MH_VECTOR_NAMES(long, long)
 MH_VECTOR_NAMES(ulong, ulong)
 MH_VECTOR_NAMES(bool, bool)
+MH_VECTOR_NAMES(half, half)
+MH_VECTOR_NAMES(bfloat, bfloat)
 #undef MH_VECTOR_NAMES
 
+// ---- constants -----------------------------------------------------------------
+#define INFINITY __builtin_huge_valf()
+#define HUGE_VALF __builtin_huge_valf()
+#define NAN __builtin_nanf("")
+#define MAXFLOAT __FLT_MAX__
+#define FLT_MAX __FLT_MAX__
+#define FLT_MIN __FLT_MIN__
+#define FLT_EPSILON __FLT_EPSILON__
+#define M_PI_F 3.14159265358979323846f
+#define M_E_F 2.71828182845904523536f
+#define M_LOG2E_F 1.44269504088896340736f
+#define M_LN2_F 0.693147180559945309417f
+#define M_SQRT2_F 1.41421356237309504880f
+
 // ---- threadgroup variables ---------------------------------------------------
-// driver.py rewrites `threadgroup T name[dims];` into
-//   threadgroup T (&name)[dims] = metal_harness::threadgroup_var<T[dims], ID>();
+// translation.py rewrites `threadgroup T name[dims];` into
+//   threadgroup T (&name)[dims] = metal_harness::threadgroup_var<T[dims], ID>("name");
 // C++ has no storage shared by a group of threads: this hands every thread of
 // the running threadgroup the same guarded, poisoned block.
 namespace metal_harness {
 template <typename T, int ID>
-inline threadgroup T& threadgroup_var(unsigned line = __builtin_LINE()) {
+inline threadgroup T& threadgroup_var(const char* name, unsigned line = __builtin_LINE()) {
   static mh_tg_slot slot;
-  return *(threadgroup T*)mh_threadgroup_alloc(&slot, sizeof(T), line);
+  return *(threadgroup T*)mh_threadgroup_alloc(&slot, sizeof(T), line, name);
 }
 
 inline uint3 attr3(const uint32_t (&v)[3]) { return uint3(v[0], v[1], v[2]); }
@@ -553,6 +664,11 @@ inline uint3 attr3(const uint32_t (&v)[3]) { return uint3(v[0], v[1], v[2]); }
 // under the same __asm symbol names in its own translation unit, so the
 // kernel's declarations bind to them at link time.
 
+#include "metal_simd.h"
+#include "metal_atomic.h"
+
 using namespace metal;
+
+#include "mlx_utils.h"
 
 #endif  // METAL_HARNESS_COMPAT_H

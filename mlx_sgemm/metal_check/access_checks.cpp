@@ -1,0 +1,253 @@
+// Every load and store of the kernel, checked: memcheck, initcheck, racecheck.
+//
+// The kernel's translation unit is compiled with clang's
+// -fsanitize-coverage=trace-loads,trace-stores, which calls
+// __sanitizer_cov_load<N> / __sanitizer_cov_store<N> with the address before
+// each N-byte load or store the optimized code still makes (N = 1, 2, 4, 8,
+// 16; vectorization is off, so nothing wider). The callback's return address
+// says where: the Python side maps it to a line of the Metal source through
+// the debug information (#line directives make those lines the .metal file's).
+// Accesses to a thread's own stack are skipped at once; the rest are looked up
+// among the regions of memory.cpp:
+//
+//   memcheck   an access outside the region's data (into its slack or guards):
+//              which buffer, how far off, which thread, which line. A write
+//              to an input ends the run (inputs are read-only).
+//   initcheck  per byte of each threadgroup variable (fresh per threadgroup)
+//              and of each output MLX would leave uninitialized (no
+//              init_value): a read of a byte nothing has written.
+//   racecheck  per byte of threadgroup memory, the accesses since the last
+//              threadgroup barrier that orders threadgroup memory: the last
+//              writer and the first readers of two simdgroups. A write and any
+//              other access by threads of different simdgroups in the same
+//              interval is a race, whatever order the scheduler ran them in:
+//              the verdict does not depend on an unlucky interleaving. Lanes of
+//              one simdgroup are not compared with each other: Apple GPUs run
+//              them in lockstep.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime_internal.h"
+
+namespace mh {
+
+// One access remembered for racecheck.
+struct Access {
+  uint16_t tid;  // thread_index_in_threadgroup
+  uint8_t valid;
+  uint8_t write;
+  unsigned line;
+  uint32_t barriers;  // g_barriers_passed when it was made
+  uintptr_t pc;
+};
+
+// What racecheck knows about one byte of threadgroup memory in one interval.
+struct RaceCell {
+  uint64_t interval;
+  Access writer;  // the last write
+  Access reader;  // the first read
+  Access other_reader;  // the first read by a simdgroup other than `reader`'s
+};
+
+namespace {
+
+int g_untraced = 0;
+uintptr_t g_oob_begin = 0, g_oob_end = 0;  // the last access reported out of bounds
+int g_site_depth = 0;
+Site g_site = {0, 0};
+
+Site site_of(const void* return_address) {
+  return g_site_depth > 0 ? g_site : Site{relative_pc(return_address), 0};
+}
+
+int key_of(const Region& r) { return int(&r - region(0)); }
+
+uint32_t simdgroup_of(uint16_t tid) { return tid / kSimdWidth; }
+
+const char* access_name(bool write) { return write ? "write" : "read"; }
+
+// "a" or "an" before a number of bytes, as it is read aloud.
+const char* article(size_t n) {
+  return n == 8 || n == 11 || n == 18 || (n >= 80 && n < 90) ? "an" : "a";
+}
+
+void report_out_of_bounds(Region& r, uintptr_t a, size_t n, bool write, Site s) {
+  if (write) r.overrun_reported = true;
+  g_oob_begin = a;
+  g_oob_end = a + n;
+  char* message = new_finding("memcheck", "out_of_bounds", s, Site{0, 0}, key_of(r));
+  if (!message) return;
+  char thread[192];
+  describe_current(thread, sizeof thread);
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(r.data), hi = lo + r.size;
+  snprintf(message, kMessageSize, "%s %zu-byte %s %zu bytes %s %s (%zu bytes) (%s)", article(n),
+           n, access_name(write), size_t(a < lo ? lo - a : a + n - hi),
+           a < lo ? "before the start of" : "past the end of", r.name, r.size, thread);
+}
+
+void initcheck(Region& r, size_t off, size_t n, int flags, Site s) {
+  if (flags & MH_DMA) {  // the copy engine owns these bytes until the wait
+    memset(r.written + off, 0, n);
+    return;
+  }
+  if (flags & MH_READ) {
+    for (size_t i = off; i < off + n; ++i) {
+      if (r.written[i]) continue;
+      char* message = new_finding("initcheck", "uninitialized", s, Site{0, 0}, key_of(r));
+      if (message) {
+        char thread[192];
+        describe_current(thread, sizeof thread);
+        snprintf(message, kMessageSize, "%s %zu-byte read of %s at byte %zu, which %s (%s)",
+                 article(n), n, r.name, i,
+                 r.kind == THREADGROUP
+                     ? "no thread of this threadgroup has written"
+                     : "nothing has written: MLX leaves outputs uninitialized unless init_value "
+                       "is given",
+                 thread);
+      }
+      break;
+    }
+  }
+  if (flags & MH_WRITE) memset(r.written + off, 1, n);
+}
+
+void describe_access(const Access& a, char* out, size_t size) {
+  char thread[192];
+  describe_thread(g_fibers[a.tid], thread, sizeof thread);
+  snprintf(out, size, "a %s by %s", access_name(a.write), thread);
+}
+
+void report_race(const Region& r, size_t byte, const Access& first, const Access& second) {
+  char* message = new_finding("racecheck", "race", Site{first.pc, first.line},
+                              Site{second.pc, second.line}, key_of(r));
+  if (!message) return;
+  char a[256], b[256];
+  describe_access(first, a, sizeof a);
+  describe_access(second, b, sizeof b);
+  char since[96];
+  if (g_interval_start_line)
+    snprintf(since, sizeof since, "since the threadgroup_barrier at @line:%u@", g_interval_start_line);
+  else
+    snprintf(since, sizeof since, "since the threadgroup started");
+  char hint[192] = "";
+  if (first.barriers != second.barriers)
+    snprintf(hint, sizeof hint,
+             "; the threadgroup_barrier at @line:%u@ between them orders no threadgroup memory "
+             "(no mem_flags::mem_threadgroup)",
+             g_last_barrier_line);
+  snprintf(message, kMessageSize,
+           "%s and %s, of byte %zu of %s, with no threadgroup barrier between them (%s%s)", a, b,
+           byte, r.name, since, hint);
+}
+
+void racecheck(Region& r, size_t off, size_t n, bool write, Site s) {
+  const uint16_t me = uint16_t(g_current->attrs.thread_index_in_threadgroup);
+  const uint32_t sg = simdgroup_of(me);
+  const Access mine{me, 1, uint8_t(write), s.line, g_barriers_passed, s.pc};
+  bool reported = false;
+  for (size_t i = off; i < off + n; ++i) {
+    RaceCell& c = r.race[i];
+    if (c.interval != g_interval) {
+      memset(&c, 0, sizeof c);
+      c.interval = g_interval;
+    }
+    const Access* other = nullptr;
+    if (c.writer.valid && simdgroup_of(c.writer.tid) != sg)
+      other = &c.writer;
+    else if (write && c.reader.valid && simdgroup_of(c.reader.tid) != sg)
+      other = &c.reader;
+    else if (write && c.other_reader.valid && simdgroup_of(c.other_reader.tid) != sg)
+      other = &c.other_reader;
+    if (other && !reported) {
+      report_race(r, i, *other, mine);
+      reported = true;
+    }
+    if (write)
+      c.writer = mine;
+    else if (!c.reader.valid)
+      c.reader = mine;
+    else if (!c.other_reader.valid && simdgroup_of(c.reader.tid) != sg)
+      c.other_reader = mine;
+  }
+}
+
+void check_access(Region& r, uintptr_t a, size_t n, int flags, Site s) {
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(r.data);
+  const bool write = (flags & (MH_WRITE | MH_DMA)) != 0;
+  if (a < lo || a + n > lo + r.size) {
+    report_out_of_bounds(r, a, n, write, s);
+    return;
+  }
+  if (write && r.read_only)
+    fatal("read_only", s, "a write to input buffer %s (byte %zu of %zu)", r.name,
+          size_t(a - lo), r.size);
+  const size_t off = a - lo;
+  if (r.written) initcheck(r, off, n, flags, s);
+  if (r.race && !(flags & MH_ATOMIC)) racecheck(r, off, n, write, s);
+}
+
+inline void on_access(const void* p, size_t n, int flags, const void* return_address) {
+  const Fiber* f = g_current;
+  if (!f || g_untraced) return;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  // The thread's own stack (its locals, spilled registers): nothing to check.
+  if (a - reinterpret_cast<uintptr_t>(f->stack_map) < kStackSize + page_size()) return;
+  Region* r = find_region(a);
+  if (r) check_access(*r, a, n, flags, site_of(return_address));
+}
+
+}  // namespace
+
+void track_region(Region& r, bool init, bool races) {
+  // calloc: zeroed, i.e. nothing written, no access in any interval.
+  if (init) r.written = static_cast<uint8_t*>(calloc(r.size ? r.size : 1, 1));
+  if (races) r.race = static_cast<RaceCell*>(calloc(r.size ? r.size : 1, sizeof(RaceCell)));
+  if ((init && !r.written) || (races && !r.race)) internal_error("out of memory for the checks");
+}
+
+bool reported_out_of_bounds(const void* address) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(address);
+  return a >= g_oob_begin && a < g_oob_end;
+}
+
+void clear_written(Region& r) {
+  if (r.written) memset(r.written, 0, r.size);
+}
+
+}  // namespace mh
+
+using namespace mh;
+
+#define MH_ACCESS_HOOKS(N)                                                       \
+  extern "C" void __sanitizer_cov_load##N(void* p) {                            \
+    on_access(p, N, MH_READ, __builtin_return_address(0));                      \
+  }                                                                              \
+  extern "C" void __sanitizer_cov_store##N(void* p) {                           \
+    on_access(p, N, MH_WRITE, __builtin_return_address(0));                     \
+  }
+MH_ACCESS_HOOKS(1)
+MH_ACCESS_HOOKS(2)
+MH_ACCESS_HOOKS(4)
+MH_ACCESS_HOOKS(8)
+MH_ACCESS_HOOKS(16)
+#undef MH_ACCESS_HOOKS
+
+extern "C" void mh_access(const void* p, size_t size, int flags, unsigned line) {
+  if (!g_current) return;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  Region* r = find_region(a);
+  if (!r) return;
+  const Site s = line ? Site{0, line} : g_site_depth > 0 ? g_site : Site{0, 0};
+  check_access(*r, a, size, flags, s);
+}
+
+extern "C" void mh_site_push(unsigned line, const void* pc) {
+  g_site = Site{line ? 0 : relative_pc(pc), line};
+  ++g_site_depth;
+}
+
+extern "C" void mh_site_pop(void) { --g_site_depth; }
+
+extern "C" void mh_untraced_begin(void) { ++g_untraced; }
+extern "C" void mh_untraced_end(void) { --g_untraced; }

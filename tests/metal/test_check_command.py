@@ -1,0 +1,121 @@
+"""``mlx-sgemm check-kernel``: arguments, exit statuses, the report; and the
+README's commands and the worked example, run as written (the docs cannot rot)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mlx_sgemm import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "check_kernel"
+
+COPY = "uint i = thread_position_in_grid.x;\nout[i] = x[i] * SCALE;\n"
+
+
+@pytest.fixture
+def kernel_dir(tmp_path):
+    (tmp_path / "copy.metal").write_text(COPY)
+    np.save(tmp_path / "x.npy", np.arange(64, dtype=np.float32))
+    return tmp_path
+
+
+def main(kernel_dir, *args):
+    return cli.main(["check-kernel", str(kernel_dir / "copy.metal"), "--inputs",
+                     f"x={kernel_dir / 'x.npy'}", "--template", "SCALE=2", *args])
+
+
+def test_a_clean_kernel_exits_0_and_saves_its_outputs(kernel_dir, capsys):
+    status = main(kernel_dir, "--grid", "64", "--threadgroup", "32,1,1", "--outputs", "out:64:float32",
+                  "--save-outputs", str(kernel_dir / "outs"))
+    assert status == 0
+    assert "ERROR SUMMARY: 0 errors" in capsys.readouterr().out
+    np.testing.assert_array_equal(np.load(kernel_dir / "outs" / "out.npy"), 2 * np.arange(64))
+
+
+def test_a_finding_exits_1_with_the_file_and_line(kernel_dir, capsys):
+    status = main(kernel_dir, "--grid", "65,1,1", "--threadgroup", "32,1,1", "--outputs", "out:64:float32")
+    out = capsys.readouterr().out
+    assert status == 1
+    assert f"at {kernel_dir / 'copy.metal'}:2: out[i] = x[i] * SCALE;" in out
+    assert "past the end of buffer(0) x" in out
+
+
+def test_json_report(kernel_dir, capsys):
+    status = main(kernel_dir, "--grid", "64,1,1", "--threadgroup", "64,1,1", "--outputs", "out:8x8:float32",
+                  "--json")
+    report = json.loads(capsys.readouterr().out)
+    assert status == 0 and report["ok"] and report["findings"] == []
+    assert report["grid"] == [64, 1, 1]
+
+
+def test_a_kernel_that_does_not_compile_exits_1_naming_its_line(kernel_dir, capsys):
+    (kernel_dir / "copy.metal").write_text("uint i = thread_position_in_grid.x;\nout[i] = y[i];\n")
+    status = main(kernel_dir, "--grid", "64", "--threadgroup", "64", "--outputs", "out:64:float32")
+    err = capsys.readouterr().err
+    assert status == 1
+    assert f"{kernel_dir / 'copy.metal'}:2:" in err and "'y'" in err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--grid", "0,1,1", "--threadgroup", "1", "--outputs", "out:1:float32"], "argument --grid: three integers >= 1"),
+    (["--grid", "1", "--threadgroup", "1", "--outputs", "out:4:float64"], "dtype 'float64' is none of"),
+    (["--grid", "1", "--threadgroup", "1", "--outputs", "out:4"], "an output is NAME:SHAPE:DTYPE"),
+    (["--grid", "1", "--threadgroup", "1", "--outputs", "x:4:float32"], "names must differ"),
+    (["--grid", "1", "--threadgroup", "1"], "the following arguments are required: --outputs"),
+])
+def test_bad_arguments_are_one_line_and_exit_2(kernel_dir, capsys, args, message):
+    with pytest.raises(SystemExit) as exit_:
+        main(kernel_dir, *args)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert err.startswith("mlx-sgemm: error: ") and err.count("\n") == 1 and message in err
+
+
+def test_missing_input_file_is_a_bad_argument(kernel_dir, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["check-kernel", str(kernel_dir / "copy.metal"), "--inputs", "x=missing.npy",
+                  "--grid", "1", "--threadgroup", "1", "--outputs", "out:1:float32"])
+    assert exit_.value.code == 2 and "missing.npy: no such file" in capsys.readouterr().err
+
+
+# ---- the documentation ------------------------------------------------------------------
+
+def readme_commands() -> list[str]:
+    """The commands of the README's check-kernel section, continuation lines joined."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Checking your own Metal kernel on Linux", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.DOTALL)[1]
+    return [c.strip() for c in block.replace("\\\n", " ").splitlines() if c.strip()]
+
+
+def test_the_readme_commands_run_as_written(tmp_path):
+    """Each command of the README's section (but pip's: the tests run on the
+    installed package), from a folder of its own, the repository's files named
+    by absolute path."""
+    commands = readme_commands()
+    assert commands[0].startswith("pip install") and ".[check]" in commands[0]
+    for command in commands[1:]:
+        args = shlex.split(command)
+        args = [str(ROOT / a) if a.startswith("examples/") else a for a in args]
+        if args[0] == "mlx-sgemm":
+            args = [sys.executable, "-m", "mlx_sgemm", *args[1:]]
+        elif args[0] == "python":
+            args[0] = sys.executable
+        run = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+        assert run.returncode == 0, f"{command}\n{run.stdout[-3000:]}{run.stderr[-3000:]}"
+        if "softmax.py" in command:
+            assert "ERROR SUMMARY: 0 errors" in run.stdout and "racecheck: race" in run.stdout
+            assert "softmax.metal:34: if (lane == 0) partial[sg] = sum;" in run.stdout
+    x = np.load(tmp_path / "x.npy")
+    y = np.load(tmp_path / "checked" / "out.npy")
+    expected = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, expected / expected.sum(axis=1, keepdims=True), rtol=1e-5)

@@ -1,0 +1,296 @@
+"""Each check of mlx_sgemm.metal_check against kernels with planted bugs it must
+catch (with the right lines and threads) and clean kernels it must pass,
+this package's own among them.
+
+Kernels are small mx.fast.metal_kernel bodies called through
+metal_check.metal_kernel exactly as MLX's kernels are called.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from mlx_sgemm.build import specs
+from mlx_sgemm.metal_check import metal_kernel
+
+from .harness import gemm
+from .harness.checks import operands
+
+X = np.arange(64, dtype=np.float32)
+
+
+def check(source, inputs=(X,), input_names=("x",), outputs=((64,),), output_names=("out",),
+          grid=(64, 1, 1), threadgroup=(64, 1, 1), dtypes=None, **kwargs):
+    kernel = metal_kernel(name="k", input_names=list(input_names), output_names=list(output_names),
+                          source=source, source_path="k.metal",
+                          **{k: kwargs.pop(k) for k in ("header", "atomic_outputs",
+                                                         "ensure_row_contiguous") if k in kwargs})
+    return kernel(inputs=list(inputs), output_shapes=list(outputs),
+                  output_dtypes=dtypes or ["float32"] * len(outputs), grid=grid,
+                  threadgroup=threadgroup, **kwargs)
+
+
+def only(report, check_name, kind):
+    """The report's one finding, of this check and kind."""
+    assert [(f.check, f.kind) for f in report.findings] == [(check_name, kind)], str(report)
+    return report.findings[0]
+
+
+def found(source, check_name, kind, **kwargs):
+    """Run ``source``: its outputs and its one finding, of this check and kind."""
+    outputs, report = check(source, **kwargs)
+    return outputs, only(report, check_name, kind)
+
+
+def lines(finding):
+    return sorted(loc.line for loc in finding.locations)
+
+
+# ---- memcheck ----------------------------------------------------------------------
+
+def test_memcheck_device_read_past_the_end():
+    source = ("uint i = thread_position_in_grid.x;\n"
+              "out[i] = x[i + 1];  // one past the end for the last thread\n")
+    outputs, f = found(source, "memcheck", "out_of_bounds")
+    assert "4-byte read 4 bytes past the end of buffer(0) x (256 bytes)" in f.message
+    assert "thread (63, 0, 0) (simdgroup 1, lane 31)" in f.message
+    assert lines(f) == [2] and f.locations[0].path == "k.metal"
+    np.testing.assert_array_equal(outputs[0][:63], X[1:])  # the run went on
+
+
+def test_memcheck_device_write_before_the_start():
+    source = "uint i = thread_position_in_grid.x;\nout[int(i) - 1] = x[i];\n"
+    _, f = found(source, "memcheck", "out_of_bounds", init_value=0.0)
+    assert "4-byte write 4 bytes before the start of buffer(1) out" in f.message
+    assert "thread (0, 0, 0)" in f.message and lines(f) == [2]
+    # Without init_value the last element is also reported: nothing wrote it.
+    _, report = check(source)
+    assert [f.kind for f in report.findings] == ["out_of_bounds", "unwritten"]
+
+
+def test_memcheck_far_past_the_end_stops_the_run():
+    """An index 400 KB off reaches the buffer's guard pages: reported, then the run ends."""
+    outputs, f = found("uint i = thread_position_in_grid.x;\nout[i] = x[i + 100000];\n",
+                       "memcheck", "out_of_bounds")
+    # Whichever thread ran first: thread t reads 4 * (t + 100000) - 256 + 4 bytes past.
+    far = int(re.match(r"a 4-byte read (\d+) bytes past the end of buffer\(0\) x ", f.message)[1])
+    assert 399748 <= far <= 400000
+    assert outputs is None and lines(f) == [2]
+
+
+def test_memcheck_inside_a_helper_is_named_at_the_kernels_call():
+    """MLX's elem_to_loc told one dimension too many reads past x's shape and
+    strides: inside the helper, named at the kernel's line that calls it."""
+    source = ("uint i = thread_position_in_grid.x;\n"
+              "uint loc = elem_to_loc(i, x_shape, x_strides, x_ndim + 1);\n"
+              "out[i] = x[loc % 64];\n")
+    _, report = check(source, inputs=(X.reshape(8, 8),), ensure_row_contiguous=False)
+    assert [f.kind for f in report.findings] == ["out_of_bounds"] * 2, report
+    assert [lines(f) for f in report.findings] == [[2], [2]]
+    assert {f.message.split(" past the end of ")[1].split(" (")[0] for f in report.findings} == {
+        "buffer(1) x_shape", "buffer(2) x_strides"}
+
+
+def test_memcheck_threadgroup_overrun_through_a_pointer():
+    """Past a threadgroup array through a pointer (no fixed-size array index to trap)."""
+    source = ("threadgroup float tile[64];\n"
+              "uint i = thread_position_in_threadgroup.x;\n"
+              "threadgroup float* p = tile;\n"
+              "p[i + 2] = x[i];\n"
+              "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+              "out[i] = i < 62 ? p[i + 2] : 0.0f;\n")
+    _, f = found(source, "memcheck", "out_of_bounds")
+    assert "write 0 bytes past the end of threadgroup variable 'tile'" in f.message or \
+           "past the end of threadgroup variable 'tile'" in f.message, f.message
+    assert lines(f) == [4] and f.count == 2
+
+
+def test_memcheck_threadgroup_array_index_traps():
+    source = "threadgroup float t[4];\nt[thread_position_in_threadgroup.x] = 1.0f;\n"
+    outputs, f = found(source, "memcheck", "out_of_bounds")
+    assert outputs is None  # a trap ends the run
+    assert "fixed-size array" in f.message and lines(f) == [2]
+
+
+def test_memcheck_write_to_an_input():
+    _, report = check("device float* p = (device float*)x;\np[0] = 1.0f;\nout[0] = 0.0f;\n",
+                      grid=(1, 1, 1))
+    f = only(report, "memcheck", "read_only")
+    assert "input buffer buffer(0) x" in f.message and lines(f) == [2]
+
+
+def test_memcheck_clean_edge_guard():
+    outputs, report = check("uint i = thread_position_in_grid.x;\nif (i < 60) out[i] = x[i];\n"
+                            "else out[i] = 0.0f;\n", grid=(64, 1, 1), threadgroup=(32, 1, 1))
+    assert report.ok, report
+    np.testing.assert_array_equal(outputs[0], np.where(X < 60, X, 0))
+
+
+# ---- racecheck ---------------------------------------------------------------------
+
+REDUCTION = """
+threadgroup float partial[64];
+uint i = thread_position_in_threadgroup.x;
+partial[i] = x[i];
+threadgroup_barrier(mem_flags::mem_threadgroup);
+for (uint s = 32; s > 0; s /= 2) {
+  if (i < s) partial[i] += partial[i + s];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+}
+if (i == 0) out[0] = partial[0];
+"""
+
+
+def test_racecheck_clean_reduction():
+    outputs, report = check(REDUCTION, outputs=((1,),))
+    assert report.ok, report
+    assert outputs[0][0] == X.sum()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_racecheck_dropped_barrier_whatever_the_schedule(seed):
+    """The barrier after the first store dropped: threads of simdgroup 0 read
+    what simdgroup 1 writes. Reported with both threads and lines under every
+    schedule, including those whose results happen to be right."""
+    source = REDUCTION.replace("partial[i] = x[i];\nthreadgroup_barrier(mem_flags::mem_threadgroup);",
+                               "partial[i] = x[i];\n")
+    assert source != REDUCTION
+    _, report = check(source, outputs=((1,),), seed=seed)
+    races = report.by_check("racecheck")
+    assert races, report
+    race = next(f for f in races if lines(f) == [4, 7])
+    assert "simdgroup 0" in race.message and "simdgroup 1" in race.message
+    assert "threadgroup variable 'partial' (k.metal:2)" in race.message
+
+
+def test_racecheck_barrier_without_mem_threadgroup_orders_nothing():
+    source = REDUCTION.replace("partial[i] = x[i];\nthreadgroup_barrier(mem_flags::mem_threadgroup);",
+                               "partial[i] = x[i];\nthreadgroup_barrier(mem_flags::mem_none);")
+    _, report = check(source, outputs=((1,),))
+    race = next(f for f in report.by_check("racecheck") if lines(f) == [4, 7])
+    assert "orders no threadgroup memory" in race.message and "k.metal:5" in race.message
+
+
+def test_racecheck_lanes_of_one_simdgroup_are_not_compared():
+    """One simdgroup: lanes run in lockstep on Apple GPUs (no barrier needed among them)."""
+    source = ("threadgroup float t[32];\nuint i = thread_position_in_threadgroup.x;\n"
+              "t[i] = x[i];\nout[i] = t[31 - i];\n")
+    _, report = check(source, outputs=((32,),), grid=(32, 1, 1), threadgroup=(32, 1, 1))
+    assert not report.by_check("racecheck"), report
+
+
+def test_racecheck_atomics_do_not_race():
+    source = ("threadgroup atomic_int count;\nuint i = thread_position_in_threadgroup.x;\n"
+              "if (i == 0) atomic_store_explicit(&count, 0, memory_order_relaxed);\n"
+              "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+              "atomic_fetch_add_explicit(&count, 1, memory_order_relaxed);\n"
+              "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+              "out[i] = float(atomic_load_explicit(&count, memory_order_relaxed));\n")
+    outputs, report = check(source)
+    assert report.ok, report
+    assert (outputs[0] == 64).all()
+
+
+# ---- synccheck ---------------------------------------------------------------------
+
+SYNC_BUGS = {
+    "barrier-in-a-branch": (
+        ("uint i = thread_position_in_threadgroup.x;\n"
+         "if (i < 40) threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+         "else threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+         "out[i] = 0.0f;\n"),
+        "divergence", ["k.metal:2", "k.metal:3"]),
+    # Apple GPUs let the others go on, and so does the checker, after saying so.
+    "barrier-after-return": (
+        ("uint i = thread_position_in_threadgroup.x;\nout[i] = 0.0f;\n"
+         "if (i >= 48) return;\n"
+         "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+         "out[i] = 1.0f;\n"),
+        "barrier_after_return", ["reached by 48 of the threadgroup's 64 threads"]),
+    "simd-function-in-diverging-branches": (
+        ("uint i = thread_position_in_grid.x;\nfloat v = x[i];\n"
+         "if (thread_index_in_simdgroup < 16) v = simd_sum(v);\n"
+         "else v = simd_max(v);\nout[i] = v;\n"),
+        "divergence", ["simd_max", "simd_sum"]),
+}
+
+
+@pytest.mark.parametrize("case", SYNC_BUGS, ids=SYNC_BUGS.keys())
+def test_synccheck(case):
+    source, kind, fragments = SYNC_BUGS[case]
+    outputs, f = found(source, "synccheck", kind)
+    assert all(text in f.message for text in fragments), f.message
+    if kind == "barrier_after_return":
+        assert lines(f) == [4] and outputs[0][:48].tolist() == [1.0] * 48
+    else:
+        assert outputs is None  # the run cannot go on
+
+
+# ---- initcheck ---------------------------------------------------------------------
+
+def test_initcheck_threadgroup_memory_read_before_any_write():
+    source = ("threadgroup float t[64];\nuint i = thread_position_in_threadgroup.x;\n"
+              "if (i < 32) t[i] = x[i];\n"
+              "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+              "out[i] = t[i];  // threads 32.. read what nobody wrote\n")
+    _, f = found(source, "initcheck", "uninitialized")
+    assert "threadgroup variable 't' (k.metal:1)" in f.message
+    assert int(f.message.split(" at byte ")[1].split(",")[0]) >= 128
+    assert lines(f) == [5] and f.count == 32
+
+
+def test_initcheck_output_read_without_init_value():
+    source = "uint i = thread_position_in_grid.x;\nout[i] += x[i];\n"
+    _, f = found(source, "initcheck", "uninitialized")
+    assert "buffer(1) out" in f.message and "init_value" in f.message and lines(f) == [2]
+    outputs, report = check(source, init_value=1.0)
+    assert report.ok, report
+    np.testing.assert_array_equal(outputs[0], X + 1)
+
+
+def test_initcheck_output_elements_never_written():
+    source = "uint i = thread_position_in_grid.x;\nif (i < 63) out[i] = x[i];  // one short\n"
+    _, f = found(source, "initcheck", "unwritten")
+    assert "1 of the 64 elements of buffer(1) out were never written (the first: element 63)" in f.message
+    _, report = check(source, init_value=0.0)
+    assert report.ok, report
+
+
+# ---- the report --------------------------------------------------------------------
+
+def test_report_text_and_dict():
+    _, report = check("uint i = thread_position_in_grid.x;\nout[i] = x[i + 1];\n")
+    text = str(report)
+    assert text.startswith("========= METAL CHECK k: grid (64, 1, 1)")
+    assert "    at k.metal:2: out[i] = x[i + 1];" in text
+    assert text.endswith("ERROR SUMMARY: 1 error")
+    d = report.to_dict()
+    assert d["ok"] is False and d["findings"][0]["locations"][0]["line"] == 2
+
+
+def test_header_lines_are_named_by_the_header_file():
+    kernel = metal_kernel(
+        name="k", input_names=["x"], output_names=["out"],
+        header="inline float get(const device float* p, uint i) {\n  return p[i + 1];\n}\n",
+        source="uint i = thread_position_in_grid.x;\nout[i] = get(x, i);\n",
+        source_path="k.metal", header_path="h.metal")
+    _, report = kernel(inputs=[X], output_shapes=[(64,)], output_dtypes=["float32"],
+                       grid=(64, 1, 1), threadgroup=(64, 1, 1))
+    (f,) = report.findings
+    assert str(f.locations[0]) == "h.metal:2: return p[i + 1];"
+
+
+# ---- this package's kernels pass every check -------------------------------------------
+
+@pytest.mark.parametrize("stage", ["naive", "tile_16", "tile_threads", "tile_simdgroup", "tile_async",
+                                   "small_m"])
+def test_package_kernels_pass_every_check(stage):
+    """Edge tiles in M, N and K, a batch: nothing found."""
+    spec = specs.spec(stage, "metal")
+    a, b = operands((2, 9 if stage == "small_m" else 37, 21), (21, 70))
+    out, report = gemm.checked(spec, a, b)
+    assert report.ok, report
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
