@@ -3,8 +3,8 @@
 The kernels that convert on load (KernelSpec.converts_on_load) are compiled as
 MLX compiles them for half inputs: the same body, in a signature that declares
 ``const device float16_t* a`` / ``bfloat16_t*`` (signatures.metal_source on the
-spec's instance for those element types), with half_types.h standing for what
-MLX's Metal prelude defines. Each operand is bound in its own element type, at
+spec's instance for those element types), the Metal checker's compatibility
+header standing for what MLX's Metal prelude defines. Each operand is bound in its own element type, at
 its own strides, as MLX binds a half array; the output starts as NaN (the
 harness poisons every output). The result is compared with float64 of the
 operands' half values, which float64 holds exactly: what is left is the
@@ -15,9 +15,6 @@ operand to a half one, is off by 1e-3 or more.
 
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
-
 import mlx.core as mx
 import numpy as np
 import pytest
@@ -26,9 +23,10 @@ from mlx_sgemm.bench.accuracy import relative_error
 from mlx_sgemm.build import signatures, specs
 from mlx_sgemm.dispatch.problem import plan
 
-from .harness import checks, driver
+from mlx_sgemm.metal_check import binding
 
-HALF_TYPES = Path(__file__).resolve().parent / "half_types.h"
+from .harness import checks, gemm
+
 CONVERTING = [s for s in specs.specs("metal") if s.converts_on_load]
 # (a's, b's element type): each half type alone, both mixed with float32 and
 # with each other.
@@ -89,39 +87,20 @@ def operands(pair, a_shape=A_SHAPE, b_shape=B_SHAPE, layouts=("row", "row"), see
 
 # ---- the launch --------------------------------------------------------------------------
 
-def half_program(kernel: specs.KernelSpec, infos) -> driver.Program:
-    """driver.program's unit with half_types.h after the compatibility header,
-    where MLX's Metal prelude stands (before the #line that numbers MLX's source)."""
-    prog = driver.program(kernel, infos)
-    compat = '#include "metal_compat.h"\n'
-    assert prog.unit.startswith(compat)
-    return dataclasses.replace(prog, unit=prog.unit.replace(compat, f'{compat}#include "{HALF_TYPES}"\n', 1))
-
-
 def harness_matmul(spec, a, b, *, k_splits=1, **dispatch) -> np.ndarray:
     """``a @ b`` with ``spec``'s instance for a's and b's element types, each
     bound at its strides in its own type, as MLX binds a half array (the
-    buffers in CustomKernel::eval_gpu's order, like driver.matmul); float32."""
+    buffers in CustomKernel::eval_gpu's order, as gemm.matmul binds them); float32."""
     kernel = spec.reading(element_type(a), element_type(b))
     p = plan(a.shape, b.shape)
-    arrays = {"a": a.reshape(p.a_shape), "b": b.reshape(p.b_shape),
-              "params": np.asarray(p.params(kernel.block_m, kernel.block_n, k_splits), np.int32)}
-    prog = half_program(kernel, signatures.operand_infos(kernel, p.a_shape, p.b_shape, arrays["params"].size))
-    buffers = []
-    for name, (has_shape, has_strides, has_ndim) in zip(kernel.input_names, signatures.shape_infos(kernel)):
-        x = arrays[name]
-        buffer, strides = driver.strided_buffer(name, x)
-        buffers.append(buffer)
-        for what, dtype, value, named in (("shape", np.int32, x.shape, has_shape),
-                                          ("strides", np.int64, strides, has_strides),
-                                          ("ndim", np.int32, x.ndim, has_ndim)):
-            if named:
-                held = np.asarray(value, dtype=dtype)
-                buffers.append(driver.Buffer(f"{name}_{what}", held, held.nbytes))
+    inputs = [a.reshape(p.a_shape), b.reshape(p.b_shape),
+              np.asarray(p.params(kernel.block_m, kernel.block_n, k_splits), np.int32)]
+    prog = gemm.program(kernel, signatures.operand_infos(kernel, p.a_shape, p.b_shape, inputs[2].size))
     out_shape = p.kernel_out_shape(k_splits)
-    buffers.append(driver.Buffer("c", None, int(np.prod(out_shape)) * 4))
+    buffers = binding.bind(kernel.input_names, inputs, signatures.shape_infos(kernel), kernel.output_names,
+                           [(out_shape, np.float32)], row_contiguous=kernel.ensure_row_contiguous)
     grid = p.grid(kernel.block_m, kernel.block_n, kernel.threadgroup, k_splits)
-    (out,) = driver.dispatch(prog, buffers, grid, kernel.threadgroup, **dispatch)
+    (out,) = gemm.dispatch(prog, buffers, grid, kernel.threadgroup, **dispatch)
     partial_products = np.frombuffer(out, dtype=np.float32).reshape(out_shape)
     return (partial_products.sum(axis=0) if k_splits > 1 else partial_products).reshape(p.out_shape)
 
