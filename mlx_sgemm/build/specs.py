@@ -188,7 +188,9 @@ def cuda_pipelined(
         stage, "cuda", "tile_async.cu", (256, 1, 1), bm, bn,
         (("BM", bm), ("BN", bn), ("BK", BK), ("WM", 64), ("WN", 32),
          ("STAGES", STAGES), ("SPLIT", SPLIT), ("GROUP_M", GROUP_M)),
-        shared_memory=STAGES * stage_floats * 4,
+        # STAGES k-tiles in flight, and with SPLIT the one being multiplied
+        # split into big and small parts (kernels/cuda/tile_async.cu).
+        shared_memory=(STAGES + 2 * bool(SPLIT)) * stage_floats * 4,
         min_blocks=min_blocks,
     )
 
@@ -356,10 +358,11 @@ _SPECS = {
             (("BM", 128), ("BN", 256), ("BK", 8), ("TM", 8), ("TN", 16)),
             min_blocks=1, converts_on_load=True,
         ),
-        # 8 warps, each a 64x32 warp tile of m16n8k8 tensor-core products.
+        # 8 warps, each a 64x32 warp tile of m16n8k8 tensor-core products,
+        # operands split once into big and small TF32 tiles.
         KernelSpec(
             "tile_simdgroup", "cuda", "tile_simdgroup.cu", (256, 1, 1), 128, 128,
-            (("BM", 128), ("BN", 128), ("BK", 8), ("WM", 64), ("WN", 32)),
+            (("BM", 128), ("BN", 128), ("BK", 16), ("WM", 64), ("WN", 32)),
             converts_on_load=True,
         ),
         cuda_pipelined(),

@@ -5,19 +5,20 @@
 #define MLX_SGEMM_LOAD_CUH
 
 #include "operand.cuh"
+#include "tf32.cuh"
 
 namespace sgemm {
 
-// Copy the ROWS x COLS tile of x at (r0, c0) into shared memory as smem[r][c]
-// (row stride LD), zeros outside x, through registers, converted to float32.
-// x has layout L: 4-element loads (16 bytes of float, 8 of halves) along its
-// rows, stored as they are, or down its columns, scattered into four rows of
-// the tile; element by element where x's strides or the matrix edge do not
-// allow them. Consecutive threads take consecutive addresses of x, so loads
-// coalesce.
-template <int ROWS, int COLS, int LD, int THREADS, Layout L, typename T>
-__device__ inline void load_tile(float* smem, const Operand<T>& x, int r0, int c0) {
-  static_assert(ROWS % 4 == 0 && COLS % 4 == 0 && LD % 4 == 0, "whole float4s");
+// Visit the ROWS x COLS tile of x at (r0, c0), zeros outside x, through
+// registers, converted to float32: store(r, c, v, along_rows) for each run of
+// 4 elements v at tile position (r, c), along the tile's row (v.x at (r, c),
+// v.y at (r, c + 1), ...) or down its column. x has layout L: 4-element loads
+// (16 bytes of float, 8 of halves) along its rows, or down its columns;
+// element by element where x's strides or the matrix edge do not allow them.
+// Consecutive threads take consecutive addresses of x, so loads coalesce.
+template <int ROWS, int COLS, int THREADS, Layout L, typename T, typename Store>
+__device__ inline void visit_tile(const Operand<T>& x, int r0, int c0, Store store) {
+  static_assert(ROWS % 4 == 0 && COLS % 4 == 0, "whole runs of 4");
   constexpr int VECTORS = ROWS * COLS / 4;
   static_assert(VECTORS % THREADS == 0, "every thread loads the same amount");
   const bool vector = x.template vectorizes<L>();
@@ -26,16 +27,55 @@ __device__ inline void load_tile(float* smem, const Operand<T>& x, int r0, int c
     const int i = j * THREADS + threadIdx.x;
     if (L == ROW_MAJOR) {
       const int r = i / (COLS / 4), c = (i % (COLS / 4)) * 4;
-      *reinterpret_cast<float4*>(smem + r * LD + c) = x.template load4<L>(r0 + r, c0 + c, vector);
+      store(r, c, x.template load4<L>(r0 + r, c0 + c, vector), true);
     } else {
       const int c = i / (ROWS / 4), r = (i % (ROWS / 4)) * 4;
-      const float4 v = x.template load4<L>(r0 + r, c0 + c, vector);
-      smem[r * LD + c] = v.x;
-      smem[(r + 1) * LD + c] = v.y;
-      smem[(r + 2) * LD + c] = v.z;
-      smem[(r + 3) * LD + c] = v.w;
+      store(r, c, x.template load4<L>(r0 + r, c0 + c, vector), false);
     }
   }
+}
+
+// A run of 4 stored at (r, c) of a row-major tile of row stride LD: one
+// 16-byte store along a row, four down a column.
+template <int LD>
+__device__ inline void store4(float* smem, int r, int c, float4 v, bool along_rows) {
+  if (along_rows) {
+    *reinterpret_cast<float4*>(smem + r * LD + c) = v;
+  } else {
+    smem[r * LD + c] = v.x;
+    smem[(r + 1) * LD + c] = v.y;
+    smem[(r + 2) * LD + c] = v.z;
+    smem[(r + 3) * LD + c] = v.w;
+  }
+}
+
+// Copy the ROWS x COLS tile of x at (r0, c0) into shared memory as smem[r][c]
+// (row stride LD), zeros outside x, converted to float32 (visit_tile).
+template <int ROWS, int COLS, int LD, int THREADS, Layout L, typename T>
+__device__ inline void load_tile(float* smem, const Operand<T>& x, int r0, int c0) {
+  static_assert(LD % 4 == 0, "16-byte aligned rows");
+  visit_tile<ROWS, COLS, THREADS, L>(x, r0, c0, [&](int r, int c, float4 v, bool along_rows) {
+    store4<LD>(smem, r, c, v, along_rows);
+  });
+}
+
+// load_tile into the 3xTF32 parts of each element: big (x rounded to TF32)
+// and small (the rest, rounded to TF32) in tiles of the same layout, split once
+// here for every warp that reads them (sgemm::split_tf32_fast; `probe` turns
+// NaN when an element is not finite or its big part overflows).
+template <int ROWS, int COLS, int LD, int THREADS, Layout L, typename T>
+__device__ inline void load_tile_split(float* big, float* small, const Operand<T>& x, int r0, int c0,
+                                       float& probe) {
+  static_assert(LD % 4 == 0, "16-byte aligned rows");
+  visit_tile<ROWS, COLS, THREADS, L>(x, r0, c0, [&](int r, int c, float4 v, bool along_rows) {
+    float4 b, s;
+    split_tf32_fast(v.x, b.x, s.x, probe);
+    split_tf32_fast(v.y, b.y, s.y, probe);
+    split_tf32_fast(v.z, b.z, s.z, probe);
+    split_tf32_fast(v.w, b.w, s.w, probe);
+    store4<LD>(big, r, c, b, along_rows);
+    store4<LD>(small, r, c, s, along_rows);
+  });
 }
 
 // load_tile in two halves, for double buffering, for the k-tiles of an operand

@@ -114,10 +114,62 @@ __device__ inline void warp_tile_mma(
   }
 }
 
+// warp_tile_mma (3xTF32) on operands split already: As_big / As_small hold
+// the big and small TF32 parts of the block's A tile, Bs_big / Bs_small of
+// B's (sgemm::load_tile_split, which splits each element once for all warps,
+// where warp_tile_mma has each of the warps that read an element split it
+// again). A fragment is then two shared-memory loads, no arithmetic, and the
+// tensor cores get their three products per tile with little else between
+// them. Non-finite operands are the caller's concern (the split's probe):
+// big parts are used in the cross terms as they are.
+template <int MI, int NI, int BK, typename ATile, typename BTile>
+__device__ inline void warp_tile_mma_presplit(
+    float (&acc)[MI][NI][4], const float* As_big, const float* As_small, const float* Bs_big,
+    const float* Bs_small, int wm0, int wn0) {
+  const int lane = threadIdx.x % 32;
+  const int g = lane / 4, tg = lane % 4;
+  float part[MI][NI][4] = {};
+#pragma unroll
+  for (int kk = 0; kk < BK; kk += 8) {
+    uint32_t a_big[MI][4], a_small[MI][4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+      const int r = wm0 + i * 16 + g, k = kk + tg;
+      const int rows[4] = {r, r + 8, r, r + 8}, ks[4] = {k, k, k + 4, k + 4};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        a_big[i][e] = __float_as_uint(ATile::at(As_big, rows[e], ks[e]));
+        a_small[i][e] = __float_as_uint(ATile::at(As_small, rows[e], ks[e]));
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < NI; ++j) {
+      const int k = kk + tg, col = wn0 + j * 8 + g;
+      uint32_t b_big[2], b_small[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        b_big[e] = __float_as_uint(BTile::at(Bs_big, k + 4 * e, col));
+        b_small[e] = __float_as_uint(BTile::at(Bs_small, k + 4 * e, col));
+      }
+#pragma unroll
+      for (int i = 0; i < MI; ++i) mma_3xtf32(part[i][j], a_big[i], a_big[i], a_small[i], b_big, b_big, b_small);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] += part[i][j][e];
+}
+
 // Write a warp's MI x NI accumulator tiles to C, dropping what overhangs it.
+// With `exact` (the block met an Inf or NaN, which the fast 3xTF32 split does
+// not carry), each output is recomputed with float32 FMAs instead, as exact
+// as any float32 product.
 template <int MI, int NI, typename TA, typename TB>
 __device__ inline void store_warp_tile(
-    const Tile<TA, TB>& t, const float (&acc)[MI][NI][4], int wm0, int wn0) {
+    const Tile<TA, TB>& t, const float (&acc)[MI][NI][4], int wm0, int wn0, bool exact = false) {
   const int lane = threadIdx.x % 32;
   const int g = lane / 4, tg = lane % 4;
 #pragma unroll
@@ -129,7 +181,13 @@ __device__ inline void store_warp_tile(
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int r = row + (e / 2) * 8, c = col + e % 2;
-        if (r < t.M && c < t.N) t.C[r * t.ldc + c] = acc[i][j][e];
+        if (r >= t.M || c >= t.N) continue;
+        float v = acc[i][j][e];
+        if (exact) {
+          v = 0.0f;
+          for (int k = 0; k < t.K; ++k) v = fmaf(t.A(r, k), t.B(k, c), v);
+        }
+        t.C[r * t.ldc + c] = v;
       }
     }
   }
