@@ -22,20 +22,20 @@
 //
 // Block: BM x BN = 128x128 outputs, 8 warps as 2 (rows) x 4 (columns). K
 // advances BK at a time through shared memory, loaded through registers, where
-// operands of float16 or bfloat16 (TA, TB) become float32 and are split. The
+// operands of float16 or bfloat16 (TA, TB) become float32 and are split; the
+// main loop is compiled per layout pair (sgemm::with_layouts), each operand's
+// tiles in its own orientation. The
 // fast split does not carry Inf or NaN; a block whose operands hold one notes
 // it (the split's probe) and recomputes its outputs with FMAs.
 constexpr int WARPS_N = BN / WN;
 constexpr int THREADS = (BM / WM) * WARPS_N * 32;
 static_assert(THREADS == 256, "the spec launches 256 threads");
 
-// Row-major tiles whatever the operands' layouts (load_tile_split transposes
-// on the way in), padded so that fragment reads are conflict-free; each in a
-// big and a small part.
-using ATile = sgemm::SmemTile<sgemm::ROW_MAJOR, BM, BK>;
-using BTile = sgemm::SmemTile<sgemm::ROW_MAJOR, BK, BN>;
-__shared__ __align__(16) float As[2][ATile::FLOATS];
-__shared__ __align__(16) float Bs[2][BTile::FLOATS];
+// Tiles in each operand's own orientation (sgemm::SmemTile: a run of 4
+// elements is one 16-byte store), padded so that fragment reads are
+// conflict-free; each in a big and a small part.
+__shared__ __align__(16) float As[2][sgemm::SmemTile<sgemm::ROW_MAJOR, BM, BK>::MAX_FLOATS];
+__shared__ __align__(16) float Bs[2][sgemm::SmemTile<sgemm::ROW_MAJOR, BK, BN>::MAX_FLOATS];
 __shared__ int saw_non_finite;
 
 const sgemm::Tile<TA, TB> t = sgemm::locate_tile(
@@ -46,11 +46,13 @@ if (threadIdx.x == 0) saw_non_finite = 0;
 
 sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP {
   constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
+  using ATile = sgemm::SmemTile<AL, BM, BK>;
+  using BTile = sgemm::SmemTile<BL, BK, BN>;
   float acc[WM / 16][WN / 8][4] = {};
   float probe = 0.0f;  // NaN once this thread has split an Inf or NaN
   for (int k0 = 0; k0 < t.K; k0 += BK) {
-    sgemm::load_tile_split<BM, BK, ATile::LD, THREADS, AL>(As[0], As[1], t.A, t.row0, k0, probe);
-    sgemm::load_tile_split<BK, BN, BTile::LD, THREADS, BL>(Bs[0], Bs[1], t.B, k0, t.col0, probe);
+    sgemm::load_tile_split<ATile, BM, BK, THREADS, AL>(As[0], As[1], t.A, t.row0, k0, probe);
+    sgemm::load_tile_split<BTile, BK, BN, THREADS, BL>(Bs[0], Bs[1], t.B, k0, t.col0, probe);
     __syncthreads();
     sgemm::warp_tile_mma_presplit<WM / 16, WN / 8, BK, ATile, BTile>(acc, As[0], As[1], Bs[0], Bs[1],
                                                                     wm0, wn0);

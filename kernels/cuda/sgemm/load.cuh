@@ -59,22 +59,23 @@ __device__ inline void load_tile(float* smem, const Operand<T>& x, int r0, int c
   });
 }
 
-// load_tile into the 3xTF32 parts of each element: big (x rounded to TF32)
-// and small (the rest, rounded to TF32) in tiles of the same layout, split once
-// here for every warp that reads them (sgemm::split_tf32_fast; `probe` turns
-// NaN when an element is not finite or its big part overflows).
-template <int ROWS, int COLS, int LD, int THREADS, Layout L, typename T>
+// The ROWS x COLS tile of x at (r0, c0), zeros outside x, converted to
+// float32 and split into its 3xTF32 parts: big (x rounded to TF32) and small
+// (the rest, rounded to TF32), in two tiles laid out as Tile (an SmemTile in
+// x's own orientation, so that each run of 4 is one 16-byte store), split
+// once here for every warp that reads them (sgemm::split_tf32_fast; `probe`
+// turns NaN when an element is not finite or its big part overflows).
+template <typename Tile, int ROWS, int COLS, int THREADS, Layout L, typename T>
 __device__ inline void load_tile_split(float* big, float* small, const Operand<T>& x, int r0, int c0,
                                        float& probe) {
-  static_assert(LD % 4 == 0, "16-byte aligned rows");
   visit_tile<ROWS, COLS, THREADS, L>(x, r0, c0, [&](int r, int c, float4 v, bool along_rows) {
     float4 b, s;
     split_tf32_fast(v.x, b.x, s.x, probe);
     split_tf32_fast(v.y, b.y, s.y, probe);
     split_tf32_fast(v.z, b.z, s.z, probe);
     split_tf32_fast(v.w, b.w, s.w, probe);
-    store4<LD>(big, r, c, b, along_rows);
-    store4<LD>(small, r, c, s, along_rows);
+    Tile::store4(big, r, c, b, along_rows);
+    Tile::store4(small, r, c, s, along_rows);
   });
 }
 

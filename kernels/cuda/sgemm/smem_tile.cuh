@@ -32,8 +32,21 @@ struct SmemTile {
   // Room for the tile in either orientation.
   static constexpr int MAX_FLOATS = ROWS * padded<COLS>() > COLS * padded<ROWS>()
                                         ? ROWS * padded<COLS>() : COLS * padded<ROWS>();
-  __device__ static float at(const float* s, int r, int c) {
-    return L == ROW_MAJOR ? s[r * LD + c] : s[c * LD + r];
+  __device__ static int offset(int r, int c) { return L == ROW_MAJOR ? r * LD + c : c * LD + r; }
+  __device__ static float at(const float* s, int r, int c) { return s[offset(r, c)]; }
+  // A run of 4 elements from (r, c), along the tile's row (along_rows) or
+  // down its column: one 16-byte store where that is the tile's contiguous
+  // direction, four otherwise.
+  __device__ static void store4(float* s, int r, int c, float4 v, bool along_rows) {
+    if (along_rows == (L == ROW_MAJOR)) {
+      *reinterpret_cast<float4*>(s + offset(r, c)) = v;
+    } else {
+      const int dr = along_rows ? 0 : 1, dc = along_rows ? 1 : 0;
+      s[offset(r, c)] = v.x;
+      s[offset(r + dr, c + dc)] = v.y;
+      s[offset(r + 2 * dr, c + 2 * dc)] = v.z;
+      s[offset(r + 3 * dr, c + 3 * dc)] = v.w;
+    }
   }
   // The 16-byte chunk i of the tile (see Chunk): consecutive chunks run along
   // the operand's contiguous direction, so consecutive threads copy
