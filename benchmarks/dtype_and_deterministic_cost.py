@@ -21,7 +21,6 @@ operands. Needs a CUDA or Metal GPU.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 
 os.environ.setdefault("MLX_ENABLE_TF32", "0")
@@ -29,7 +28,7 @@ os.environ.setdefault("MLX_ENABLE_TF32", "0")
 import mlx.core as mx  # noqa: E402
 
 import mlx_sgemm  # noqa: E402
-from mlx_sgemm.bench import accuracy, timing  # noqa: E402
+from mlx_sgemm.bench import accuracy, results, timing  # noqa: E402
 from mlx_sgemm.bench.measure import sampled_error  # noqa: E402
 from mlx_sgemm.dispatch import device  # noqa: E402
 
@@ -88,13 +87,9 @@ def main() -> None:
                        us=round(seconds * 1e6, 2), tflops=round(timing.gflops(m, n, k, seconds) / 1e3, 2),
                        x_mx_matmul_same_dtype=round(base[dtype] / seconds, 3),
                        x_mx_matmul_float32=round(base["float32"] / seconds, 3), error=f"{error:.2e}")
+            results.write_table([row], None)
             rows.append(row)
-            print(" | ".join(str(v) for v in row.values()), flush=True)
-    if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+    results.write_table(rows, args.csv, echo=False)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ accuracy table (normal inputs, GEMMul8's hard inputs, 1e30 next to 1e-30; K =
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 
 os.environ.setdefault("MLX_ENABLE_TF32", "0")
@@ -27,7 +26,7 @@ import mlx.core as mx  # noqa: E402
 import numpy as np  # noqa: E402
 
 import mlx_sgemm  # noqa: E402
-from mlx_sgemm.bench import accuracy, timing  # noqa: E402
+from mlx_sgemm.bench import accuracy, results, timing  # noqa: E402
 from mlx_sgemm.bench.measure import sampled_error  # noqa: E402
 from mlx_sgemm.build import specs  # noqa: E402
 from mlx_sgemm.dispatch import device  # noqa: E402
@@ -67,13 +66,9 @@ def accuracy_table(path: str | None) -> None:
                        else op.fallback(verdict).__name__,
                        normwise=f"{ours[0]:.2e}", cublas_normwise=f"{cublas[0]:.2e}",
                        componentwise=f"{ours[1]:.2e}", cublas_componentwise=f"{cublas[1]:.2e}")
+            results.write_table([row], None)
             rows.append(row)
-            print(" | ".join(str(v) for v in row.values()), flush=True)
-    if path:
-        with open(path, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+    results.write_table(rows, path, echo=False)
 
 
 def main() -> None:
@@ -144,13 +139,8 @@ def main() -> None:
                 flops = gpu.int8_ops(size, size, size, s)
                 note = "gflops: INT8 GOPS of the products"
             record(size, name, seconds, s=s, note=note, flops=flops)
-        for row in rows[first:]:
-            print(" | ".join(str(v) for v in row.values()), flush=True)
-    if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        results.write_table(rows[first:], None)
+    results.write_table(rows, args.csv, echo=False)
 
 
 if __name__ == "__main__":

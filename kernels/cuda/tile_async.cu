@@ -88,10 +88,7 @@ sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP 
       for (int i = 4 * threadIdx.x; i < STAGE_FLOATS; i += 4 * THREADS) {
         const float4 x = *reinterpret_cast<const float4*>(As + i);
         float4 big, small;
-        sgemm::split_tf32_fast(x.x, big.x, small.x, probe);
-        sgemm::split_tf32_fast(x.y, big.y, small.y, probe);
-        sgemm::split_tf32_fast(x.z, big.z, small.z, probe);
-        sgemm::split_tf32_fast(x.w, big.w, small.w, probe);
+        sgemm::split_tf32_fast4(x, big, small, probe);
         *reinterpret_cast<float4*>(split_big + i) = big;
         *reinterpret_cast<float4*>(split_small + i) = small;
       }

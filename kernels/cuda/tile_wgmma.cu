@@ -249,10 +249,7 @@ if (warpgroup == 0) {
           const int i = 4 * (j * 128 + threadIdx.x);
           const float4 x = *reinterpret_cast<const float4*>(big + i);
           float4 xb, xs;
-          sgemm::split_tf32_fast(x.x, xb.x, xs.x, probe);
-          sgemm::split_tf32_fast(x.y, xb.y, xs.y, probe);
-          sgemm::split_tf32_fast(x.z, xb.z, xs.z, probe);
-          sgemm::split_tf32_fast(x.w, xb.w, xs.w, probe);
+          sgemm::split_tf32_fast4(x, xb, xs, probe);
           *reinterpret_cast<float4*>(big + i) = xb;
           *reinterpret_cast<float4*>(small + i) = xs;
         }

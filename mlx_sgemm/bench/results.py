@@ -34,6 +34,21 @@ def write_csv(rows: list[dict], path: Path) -> Path:
     return path
 
 
+def write_table(rows: list[dict], path: str | Path | None, *, echo: bool = True) -> None:
+    """A benchmark script's rows: each printed as it is (``echo``, columns
+    joined by " | "), and written to ``path`` as CSV with the first row's keys
+    as columns (nothing written when ``path`` is None)."""
+    if echo:
+        for row in rows:
+            print(" | ".join(str(v) for v in row.values()), flush=True)
+    if path is None or not rows:
+        return
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def read_csv(path: Path) -> list[dict]:
     """Rows of a results CSV; missing values become None. Checks the schema.
 

@@ -70,10 +70,7 @@ __device__ inline void load_tile_split(float* big, float* small, const Operand<T
                                        float& probe) {
   visit_tile<ROWS, COLS, THREADS, L>(x, r0, c0, [&](int r, int c, float4 v, bool along_rows) {
     float4 b, s;
-    split_tf32_fast(v.x, b.x, s.x, probe);
-    split_tf32_fast(v.y, b.y, s.y, probe);
-    split_tf32_fast(v.z, b.z, s.z, probe);
-    split_tf32_fast(v.w, b.w, s.w, probe);
+    split_tf32_fast4(v, b, s, probe);
     Tile::store4(big, r, c, b, along_rows);
     Tile::store4(small, r, c, s, along_rows);
   });

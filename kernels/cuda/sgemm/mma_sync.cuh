@@ -34,6 +34,18 @@ __device__ inline void mma_3xtf32(
   mma_m16n8k8_tf32(d, a_big, b_big);
 }
 
+// acc += part, tile by tile: a k-tile's products, summed from zero by the
+// tensor cores, added to the running sum by the FP32 units (see warp_tile_mma).
+template <int MI, int NI>
+__device__ inline void add_tiles(float (&acc)[MI][NI][4], const float (&part)[MI][NI][4]) {
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] += part[i][j][e];
+}
+
 // acc += As * Bs over one shared-memory k-tile, for the warp whose WM x WN
 // output tile starts at (wm0, wn0) of the block. As holds the block's BM x BK
 // tile of A, Bs the BK x BN tile of B, laid out as ATile / BTile (SmemTile:
@@ -104,14 +116,7 @@ __device__ inline void warp_tile_mma(
       }
     }
   }
-  if (SPLIT) {
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-      for (int j = 0; j < NI; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][j][e] += part[i][j][e];
-  }
+  if (SPLIT) add_tiles(acc, part);
 }
 
 // warp_tile_mma (3xTF32) on operands split already: As_big / As_small hold
@@ -155,12 +160,7 @@ __device__ inline void warp_tile_mma_presplit(
       for (int i = 0; i < MI; ++i) mma_3xtf32(part[i][j], a_big[i], a_big[i], a_small[i], b_big, b_big, b_small);
     }
   }
-#pragma unroll
-  for (int i = 0; i < MI; ++i)
-#pragma unroll
-    for (int j = 0; j < NI; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][j][e] += part[i][j][e];
+  add_tiles(acc, part);
 }
 
 // Write a warp's MI x NI accumulator tiles to C, dropping what overhangs it.

@@ -52,6 +52,14 @@ __device__ inline void split_tf32_fast(float x, float& big, float& small, float&
   probe = fmaf(big, 0.0f, probe);
 }
 
+// split_tf32_fast of 4 values at once (a float4 of a tile).
+__device__ inline void split_tf32_fast4(float4 x, float4& big, float4& small, float& probe) {
+  split_tf32_fast(x.x, big.x, small.x, probe);
+  split_tf32_fast(x.y, big.y, small.y, probe);
+  split_tf32_fast(x.z, big.z, small.z, probe);
+  split_tf32_fast(x.w, big.w, small.w, probe);
+}
+
 }  // namespace sgemm
 
 #endif  // MLX_SGEMM_TF32_CUH
