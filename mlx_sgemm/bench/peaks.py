@@ -3,7 +3,8 @@ is measured against.
 
 Used for the "% of peak" column and the roofline. Rates are GFLOP/s and
 bandwidths GB/s, from the vendors' datasheets: the FP32 (FFMA) rate, and on
-NVIDIA GPUs the dense TF32 tensor-core rate. A row's percentage is of the peak
+NVIDIA GPUs the dense TF32 tensor-core rate and, where listed, the dense INT8
+tensor-core rate in GOPS (what the INT8 emulation's products run on). A row's percentage is of the peak
 of the units its kernel runs on (:func:`units`): FP32 FFMA, TF32, or TF32 / 3
 for 3xTF32, which spends three TF32 products per float32 product. For Apple
 GPUs the rate is GPU cores x 128 FP32 lanes x 2 FLOP x clock, as the M2 SGEMM
@@ -25,20 +26,25 @@ class DevicePeak:
     bandwidth_gbs: float | None
     source: str
     tf32_gflops: float | None = None  # dense TF32 tensor cores (NVIDIA)
+    int8_gops: float | None = None  # dense INT8 tensor cores (NVIDIA), integer GOPS
 
 
-# (pattern on the device name, FP32 GFLOP/s, GB/s, dense TF32 GFLOP/s). First
-# match wins, so the more specific names come first.
+# (pattern on the device name, FP32 GFLOP/s, GB/s, dense TF32 GFLOP/s, dense
+# INT8 GOPS). First match wins, so the more specific names come first. The INT8
+# rates are the datasheets' dense figures (they also print twice as much "with
+# sparsity", which a dense product cannot use): H100 SXM and H200 1979 TOPS,
+# H100 PCIe 1513, A100 624. None where not listed: the INT8 emulation runs on
+# Hopper GPUs only.
 NVIDIA = (
-    (r"H200", 67_000, 4_800, 494_700),
-    (r"H100.*PCIe", 51_200, 2_000, 378_000),
-    (r"H100", 67_000, 3_350, 494_700),
-    (r"A100.*80GB", 19_500, 2_039, 156_000),
-    (r"A100", 19_500, 1_555, 156_000),
-    (r"RTX 4090", 82_600, 1_008, 82_600),
-    (r"RTX 3090", 35_600, 936, 35_600),
-    (r"RTX A6000", 38_700, 768, 77_400),
-    (r"L40S", 91_600, 864, 183_000),
+    (r"H200", 67_000, 4_800, 494_700, 1_979_000),
+    (r"H100.*PCIe", 51_200, 2_000, 378_000, 1_513_000),
+    (r"H100", 67_000, 3_350, 494_700, 1_979_000),
+    (r"A100.*80GB", 19_500, 2_039, 156_000, 624_000),
+    (r"A100", 19_500, 1_555, 156_000, 624_000),
+    (r"RTX 4090", 82_600, 1_008, 82_600, None),
+    (r"RTX 3090", 35_600, 936, 35_600, None),
+    (r"RTX A6000", 38_700, 768, 77_400, None),
+    (r"L40S", 91_600, 864, 183_000, None),
 )
 
 # The units each kernel's products run on, on CUDA (on Metal every kernel runs
@@ -78,9 +84,10 @@ def apple_peak(chip: str, gpu_cores: int) -> DevicePeak:
 
 def lookup(device_name: str, gpu_cores: int | None = None) -> DevicePeak:
     """The peaks of a device by the name MLX reports (and, on Apple, core count)."""
-    for pattern, gflops, gbs, tf32 in NVIDIA:
+    for pattern, gflops, gbs, tf32, int8 in NVIDIA:
         if re.search(pattern, device_name):
-            return DevicePeak(float(gflops), float(gbs), f"{pattern} datasheet", float(tf32))
+            return DevicePeak(float(gflops), float(gbs), f"{pattern} datasheet", float(tf32),
+                              float(int8) if int8 else None)
     for chip, _, _ in APPLE:
         if re.search(rf"\b{re.escape(chip)}\b", device_name):
             if gpu_cores:

@@ -54,6 +54,14 @@ def test_each_row_is_measured_against_its_units_peak(backend, kernel, precision,
     assert peaks.units_peak(row, h100) == pytest.approx(peak)
 
 
+def test_the_int8_peaks_are_the_datasheets_dense_figures():
+    assert peaks.lookup("NVIDIA H100 80GB HBM3").int8_gops == 1_979_000
+    assert peaks.lookup("NVIDIA H200").int8_gops == 1_979_000
+    assert peaks.lookup("NVIDIA H100 PCIe").int8_gops == 1_513_000
+    assert peaks.lookup("NVIDIA GeForce RTX 4090").int8_gops is None
+    assert peaks.lookup("Apple M2").int8_gops is None
+
+
 def test_the_commit_is_empty_outside_git(monkeypatch):
     def no_git(*args, **kwargs):
         raise FileNotFoundError("git")
