@@ -9,9 +9,10 @@
   bandwidth and one compute ceiling per kind of unit; the legend sits beside
   the axes, where it covers no point.
 
-The notebook draws two more: :func:`chapter` (one stage of the journey next to
-``mx.matmul`` under its ceilings) and :func:`errors` (each precision mode's
-error against float64, a panel per kind of input).
+The notebook draws three more: :func:`chapter` (one stage of the journey next
+to ``mx.matmul`` under its ceilings), :func:`emulation` (the INT8 emulation's
+speed and the share of each of its phases) and :func:`errors` (each precision
+mode's error against float64, a panel per kind of input).
 """
 
 from __future__ import annotations
@@ -208,3 +209,60 @@ def write_all(rows, directory: Path, recorded: bool, peak_gflops=None, bandwidth
     pct_peak(rows, paths[1], recorded, peak_gflops)
     roofline(rows, paths[2], recorded, peak_gflops, bandwidth_gbs)
     return paths
+
+
+def emulation(speeds, phases, path: Path, title: str):
+    """The INT8 emulation's figure, two panels. Left: per shape, a bar per
+    product at its float32-equivalent TFLOP/s (2MNK / time), its ratio to
+    cuBLAS SGEMM above it and its units' peak as a dotted cap across it
+    (``speeds``: shape -> [(label, GFLOP/s, units' peak GFLOP/s or None,
+    ratio or None)]). Right: a bar per entry of ``phases`` (name -> [(phase,
+    µs)]), each phase's share of that bar's time, the total at its end."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 5.2), gridspec_kw={"width_ratios": [1.1, 1]},
+                                      layout="constrained")
+    labels = list(dict.fromkeys(name for bars in speeds.values() for name, *_ in bars))
+    ours = [name for name in labels if not name.startswith("mx.")]
+    colors = {name: "dimgray" if name not in ours else _COLORS[ours.index(name) % len(_COLORS)] for name in labels}
+    width = 0.8 / len(labels)
+    capped = False
+    for g, bars in enumerate(speeds.values()):
+        for name, gflops, ceiling, ratio in bars:
+            x = g - 0.4 + width * (labels.index(name) + 0.5)
+            left.bar(x, gflops / 1000, width, color=colors[name], label=name if g == 0 else None)
+            if ratio is not None:
+                left.text(x, gflops / 1000, f"{ratio:.2f}x", ha="center", va="bottom", fontsize=6.5)
+            if ceiling:
+                left.plot([x - width / 2, x + width / 2], [ceiling / 1000] * 2, color="black", linestyle=":",
+                          linewidth=1.2, label=None if capped else "its units' peak (FP32, 3xTF32, INT8 / s)")
+                capped = True
+    left.set_xticks(range(len(speeds)), list(speeds))
+    left.set_ylabel("TFLOP/s (2MNK / time, float32 operands)")
+    left.set_title("Speed; above each bar: x cuBLAS SGEMM (mx.matmul)", fontsize=9)
+    left.grid(True, axis="y", alpha=0.3)
+    left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3)
+
+    names = list(dict.fromkeys(phase for segments in phases.values() for phase, _ in segments))
+    palette = plt.get_cmap("Set2").colors  # not the speeds' colors: phases are not kernels
+    for y, (bar, segments) in enumerate(phases.items()):
+        total = sum(us for _, us in segments)
+        start = 0.0
+        for phase, us in segments:
+            share = 100 * us / total
+            right.barh(y, share, left=start, color=palette[names.index(phase) % len(palette)], label=phase,
+                       edgecolor="white", linewidth=0.5)
+            if share >= 6:
+                right.text(start + share / 2, y, f"{share:.0f}%", ha="center", va="center", fontsize=7)
+            start += share
+        right.text(101, y, f"{total / 1000:.2f} ms", va="center", fontsize=8)
+    handles, found = right.get_legend_handles_labels()
+    unique = dict(zip(found, handles))  # one entry per phase, not per bar
+    right.legend(list(unique.values()), list(unique), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12),
+                 ncol=3)
+    right.set_yticks(range(len(phases)), list(phases))
+    right.invert_yaxis()
+    right.set_xlim(0, 115)
+    right.set_xlabel("share of the phases' time (%)")
+    right.set_title("Where the time goes, phase by phase", fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
