@@ -12,7 +12,8 @@ from .conftest import HAS_GPU
 
 ROOT = Path(__file__).parent.parent
 NOTEBOOK = ROOT / "notebooks" / "benchmark.ipynb"
-CHAPTERS = ("1. naive", "2. tile", "3. tile_threads", "4. tile_simdgroup", "5. tile_async", "6. matmul")
+CHAPTERS = ("1. naive", "2. tile", "3. tile_threads", "4. tile_simdgroup", "5. tile_async", "6. matmul",
+            "7. INT8 emulation")
 
 
 def builder():
@@ -82,9 +83,21 @@ def test_every_chapter_shows_its_kernel_its_figure_and_its_table(executed, chapt
     assert len(tables) == 1 and "% of the" in tables[0]  # the ceiling line below the table
 
 
-def test_the_int8_chapter_is_a_marked_place_with_nothing_in_it(executed):
-    (title,) = [t for t in sections(executed) if t.startswith("7. INT8 emulation")]
-    assert "(to come)" in title and section(executed, "7. INT8") == []
+def test_the_int8_chapter_shows_its_phases_its_accuracy_and_where_it_runs(executed):
+    cells = section(executed, "7. INT8 emulation")
+    said = markdown(outputs(cells))
+    quoted = "".join(text for text in said if text.startswith("`kernels/"))
+    assert all(f"`kernels/cuda/{name}`" in quoted for name in ("int8_products.cu", "int8_reconstruct.cu"))
+    assert "wgmma_s8_ss_n256" in quoted and "quotient" in quoted
+    assert any(text.startswith("Recorded: `int8-emulation-") for text in said)
+    (phases,) = [text for text in said if "| phase |" in text]
+    assert "products (wgmma, mod p)" in phases and "INT8 peak" in phases and "bandwidth" in phases
+    (accuracy,) = [text for text in said if "| computed by |" in text]
+    assert "cuBLAS SGEMM componentwise" in accuracy and "The emulation computed" in accuracy
+    (heading,) = [c.source for c in executed.cells if c.source.startswith("## 7. INT8 emulation")]
+    prose = " ".join([heading, *(cell.source for cell in cells if cell.cell_type == "markdown")])
+    assert "Hopper" in prose and "no INT8 matrix type" in prose and "2504.08009" in prose and "GEMMul8" in prose
+    assert "to come" not in prose
 
 
 def test_accuracy_and_model_sections(executed):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..dispatch import device
-from . import peaks, plots, precision_modes, sweep, tables
+from . import emulation_results, peaks, plots, precision_modes, sweep, tables
 from .measure import BASELINE
 
 RECORDED_ENV = "MLX_SGEMM_NOTEBOOK_RECORDED"
@@ -168,6 +168,44 @@ def show_chapter(run: sweep.Run, name: str, out: Path) -> None:
     plots.chapter(run.rows, chapter.kernels, path, run.recorded, ceilings(run, chapter), chapter.earlier)
     display(Image(filename=str(path)))
     display(Markdown(table(run, chapter) + "\n\n" + ceiling_text(run, chapter)))
+
+
+def show_int8_emulation(out: Path) -> None:
+    """Display the INT8 emulation chapter's speed: the recorded runs it reads
+    (in either mode: :mod:`mlx_sgemm.bench.emulation_results`), its figure
+    (also written to ``out``), the products' table with the ceiling line, and
+    the phases' table."""
+    from IPython.display import Image, Markdown, display
+
+    speed = emulation_results.recorded_speed()
+    if speed is None:
+        display(Markdown("No INT8 emulation run is recorded: `python benchmarks/int8_emulation.py` records one "
+                         "on a Hopper GPU."))
+        return
+    peak = peaks.lookup(speed.device)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "chapter_int8_emulated.png"
+    plots.emulation(emulation_results.speed_series(speed.rows, peak), emulation_results.phase_bars(speed.rows), path,
+                    f"int8_emulated next to mx.matmul (cuBLAS SGEMM) and matmul\n{speed.device} · {speed.date} "
+                    "(recorded run)")
+    display(Markdown(emulation_results.where(speed, emulation_results.recorded_accuracy())))
+    display(Image(filename=str(path)))
+    display(Markdown(emulation_results.speed_table(speed.rows, peak) + "\n\n"
+                     + emulation_results.ceiling_text(speed.rows, peak)))
+    display(Markdown(emulation_results.phase_table(speed.rows, peak)))
+
+
+def show_int8_accuracy() -> None:
+    """Display the INT8 emulation's recorded accuracy table and what it counts."""
+    from IPython.display import Markdown, display
+
+    accuracy = emulation_results.recorded_accuracy()
+    if accuracy is None:
+        display(Markdown("No accuracy table of the INT8 emulation is recorded: `python benchmarks/int8_emulation.py "
+                         "--accuracy --accuracy-csv ...` records one on a Hopper GPU."))
+        return
+    display(Markdown(emulation_results.accuracy_table(accuracy.rows) + "\n\n"
+                     + emulation_results.accuracy_summary(accuracy.rows)))
 
 
 def accuracy_rows(run: sweep.Run) -> tuple[list[dict], str]:
