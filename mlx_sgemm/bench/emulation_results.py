@@ -321,10 +321,21 @@ def bound_seconds(m: int, n: int, k: int, s: int, peak: peaks.DevicePeak) -> flo
     return gpu.int8_ops(m, n, k, s) / (peak.int8_gops * 1e9) + moved / (peak.bandwidth_gbs * 1e9)
 
 
+def residue_reads(int8_gops: float) -> float:
+    """GB/s of residues the products kernel reads into shared memory at
+    ``int8_gops``: a RESIDUE_TILE_M x RESIDUE_TILE_N tile reads M + N bytes of
+    residues (a byte of K from each row of A and of B) per 2 M N INT8
+    operations. The blocks in flight share them through L2 (the tiles are
+    walked in bands, int8_products.cu), so L2 serves these reads."""
+    bm, bn = specs.RESIDUE_TILE_M, specs.RESIDUE_TILE_N
+    return int8_gops * (bm + bn) / (2 * bm * bn)
+
+
 def ceiling_text(rows: list[dict], peak: peaks.DevicePeak) -> str:
     """Markdown: at the largest size whose phases were timed, the products'
-    INT8 rate against the peak and their share of the time, the other phases'
-    rates against the bandwidth, and what the op would take at those ceilings."""
+    INT8 rate against the peak, their share of the time and the L2 reads that
+    rate takes (:func:`residue_reads`), the other phases' rates against the
+    bandwidth, and what the op would take at those ceilings."""
     m = phase_sizes(rows)[-1]
     found = phase_rows(rows, m)
     s = found["products"]["moduli"]
@@ -332,7 +343,9 @@ def ceiling_text(rows: list[dict], peak: peaks.DevicePeak) -> str:
     prod = entries["products"]
     parts = [f"the products run at {prod['rate'] / 1000:,.0f} INT8 TOPS, {_pct(prod['rate'], peak.int8_gops)} of the "
              f"INT8 peak" + (f" ({peak.int8_gops / 1000:,.0f} TOPS)" if peak.int8_gops else "") +
-             f", and take {100 * prod['share']:.0f}% of the phases' time"]
+             f", and take {100 * prod['share']:.0f}% of the phases' time; at that rate their "
+             f"{specs.RESIDUE_TILE_M} x {specs.RESIDUE_TILE_N} tiles read "
+             f"{residue_reads(prod['rate']) / 1000:.1f} TB/s of residues from L2"]
     others = [entries[p.key] for p in PHASES if p.key not in _INT8_PHASES]
     parts.append("the other phases move their bytes at the least at " + ", ".join(
         f"{e['rate']:,.0f} GB/s in {e['phase']}" for e in others) +

@@ -149,6 +149,12 @@ def test_the_bound_at_the_ceilings_by_hand():
     assert er.bound_seconds(m, m, m, s, peaks.DevicePeak(1.0, 1.0, "no INT8 peak")) is None
 
 
+def test_the_products_residue_reads_by_hand():
+    # A 128 x 256 tile: 384 bytes of residues per 2 * 128 * 256 INT8 operations.
+    assert er.residue_reads(2 * 128 * 256) == pytest.approx(384)
+    assert er.residue_reads(1_335_000) == pytest.approx(7_822, rel=1e-3)
+
+
 def test_the_ceiling_text_names_the_products_share_and_the_bound():
     text = er.ceiling_text(run(), PEAK)
     products = gpu.int8_ops(256, 256, 256, 2) / 400e-6 / 1e9
@@ -156,6 +162,7 @@ def test_the_ceiling_text_names_the_products_share_and_the_bound():
     assert f"{100 * products / PEAK.int8_gops:.0f}% of the INT8 peak" in text and "take 50% of the phases' time" in text
     assert f"At those ceilings the op would take {er.bound_seconds(256, 256, 256, 2, PEAK) * 1e3:.2f} ms" in text
     assert "it takes 0.10 ms" in text
+    assert f"read {er.residue_reads(products) / 1000:.1f} TB/s of residues from L2" in text
 
 
 def test_the_figure_s_bars_add_the_host_part_of_the_pre_pass():
