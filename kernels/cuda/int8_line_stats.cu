@@ -1,5 +1,5 @@
 #include "sgemm/int8_tiles.cuh"
-// Chapter 6, the INT8 emulation's pre-pass: for each line of x (a lines x K
+// Chapter 7, the INT8 emulation's pre-pass: for each line of x (a lines x K
 // view, any strides: A's rows, or B^T's rows, i.e. B's columns) its largest
 // magnitude (NaN where the line holds a NaN, inf where it holds an inf), the
 // sum of its magnitudes, its smallest nonzero magnitude (inf if none), and

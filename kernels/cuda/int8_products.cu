@@ -3,7 +3,7 @@
 #include "sgemm/schedule.cuh"
 #include "sgemm/tma.cuh"
 #include "sgemm/wgmma.cuh"
-// Chapter 6, step 2 of the INT8 emulation: for each modulus p_i, the product
+// Chapter 7, step 2 of the INT8 emulation: for each modulus p_i, the product
 // of A's residues by B's on the INT8 tensor cores (Hopper wgmma, int8 x int8
 // -> int32, exact), reduced modulo p_i as it leaves the registers, so that one
 // byte an output goes back to memory instead of four:

@@ -1,5 +1,5 @@
 #include "sgemm/int8_tiles.cuh"
-// Chapter 6, step 3 of the INT8 emulation: C from the s residue products by
+// Chapter 7, step 3 of the INT8 emulation: C from the s residue products by
 // the Chinese remainder theorem, unscaled. For each output, with q_i its
 // residue modulo p_i (int8_products.cu) and the constants of
 // mlx_sgemm/emulation/moduli.py (CRT: w_i = hi_i + lo_i, P = P_hi + P_lo):

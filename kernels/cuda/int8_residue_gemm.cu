@@ -1,7 +1,7 @@
 #include "sgemm/async_copy.cuh"
 #include "sgemm/mma_int8.cuh"
 #include "sgemm/schedule.cuh"
-// Chapter 6, the INT8 emulation's modular products: for each of the s moduli,
+// Chapter 7, the INT8 emulation's modular products: for each of the s moduli,
 // the residues of A (int8, [s, M, Kp]) times those of B (int8, [s, N, Kp], B
 // transposed: both K-contiguous) into int32 (products, [s, M, N]) on the INT8
 // tensor cores. Exact: the residues lie in [-128, 127] and the Python side

@@ -1,6 +1,6 @@
 #include "sgemm/dispatch.cuh"
 #include "sgemm/int8_tiles.cuh"
-// Chapter 6, step 1 of the INT8 emulation (Ozaki scheme II): the int8 residues
+// Chapter 7, step 1 of the INT8 emulation (Ozaki scheme II): the int8 residues
 // of one operand. x is a lines x K view with any strides: A's rows, or B^T's
 // rows (B's columns, B^T read in place). Each line is scaled by its own power
 // of two, 2^shift (from its 2-norm: sgemm::line_shift), truncated to

@@ -1,4 +1,4 @@
-"""``int8_emulated``: chapter 6 of the journey, a float32-accurate ``a @ b`` on
+"""``int8_emulated``: chapter 7 of the journey, a float32-accurate ``a @ b`` on
 INT8 tensor cores by Ozaki scheme II (Ozaki, Uchino, Imamura, arXiv
 2504.08009; GEMMul8), and :func:`assess`, which says what it will do.
 
