@@ -98,7 +98,11 @@ def assess(a: mx.array, b: mx.array, moduli: int | None = None, *, stream=None) 
     ``matmul`` instead. Runs the pre-pass (a synchronization) unless
     ``moduli`` is given."""
     stream = device.canonical(stream)
-    _, pairs = _as_2d_products(a, b, stream)
+    p, pairs = _as_2d_products(a, b, stream)
+    if 0 in (p.M, p.N, p.K):
+        return [scheme.Assessment(k=p.K, bits=0, moduli=None, a_lost_bits=0, b_lost_bits=0, a_span=0,
+                                  b_span=0, wide=None, reason="an empty product: zeros, nothing to emulate")
+                for _ in pairs]
     path = _path(stream)
     return [_decide(x, y, moduli, path, stream)[0] for x, y in pairs]
 
@@ -149,6 +153,8 @@ def int8_emulated(a: mx.array, b: mx.array, moduli: int | None = None, *, stream
     stream = device.canonical(stream)
     dtype = mx.result_type(a, b)
     p, pairs = _as_2d_products(a, b, stream)
+    if 0 in (p.M, p.N, p.K) or not pairs:  # mx.matmul's empty product: zeros, nothing to choose
+        return mx.zeros(p.out_shape, dtype=dtype, stream=stream)
     path = _path(stream)
     results = []
     for x, y in pairs:
@@ -159,8 +165,5 @@ def int8_emulated(a: mx.array, b: mx.array, moduli: int | None = None, *, stream
             results.append(_numpy_product(x, y, verdict))
         else:
             results.append(gpu.emulated(x, y, verdict.moduli, verdict.bits, stream, operands))
-    if len(results) == 1:  # no batch: no copy into a stack
-        c = results[0]
-    else:
-        c = mx.stack(results) if results else mx.zeros((0, p.M, p.N), dtype=mx.float32)
+    c = results[0] if len(results) == 1 else mx.stack(results)  # no batch: no copy into a stack
     return c.reshape(p.out_shape).astype(dtype, stream=stream)
