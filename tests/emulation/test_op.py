@@ -34,6 +34,8 @@ def test_shapes_like_mx_matmul(a_shape, b_shape):
     c = mlx_sgemm.int8_emulated(a, b, moduli=8)
     ref = mx.matmul(a, b)
     assert c.shape == ref.shape and c.dtype == ref.dtype
+    if c.size == 0:  # nothing to compare (and MLX 0.32's CUDA backend crashes copying an empty array out)
+        return
     assert np.allclose(np.array(c), np.array(ref), rtol=1e-5, atol=1e-5)
 
 
@@ -46,7 +48,8 @@ def test_result_dtype_is_mx_matmuls(a_dtype, b_dtype):
 
 
 def test_an_empty_product_is_zeros_and_says_so():
-    assert mx.array_equal(mlx_sgemm.int8_emulated(mx.ones((3, 0)), mx.ones((0, 2))), mx.zeros((3, 2)))
+    c = mlx_sgemm.int8_emulated(mx.ones((3, 0)), mx.ones((0, 2)))
+    assert c.shape == (3, 2) and mx.all(c == 0).item()
     (verdict,) = op.assess(mx.ones((3, 0)), mx.ones((0, 2)))
     assert "empty product" in verdict.reason
 
