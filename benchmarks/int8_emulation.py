@@ -125,7 +125,7 @@ def main() -> None:
             "phase: residues of A": lambda: gpu.residues(a, a_stats, s, bits, specs.RESIDUE_TILE_M),
             "phase: residues of B (read as B^T)": lambda: gpu.residues(bt, b_stats, s, bits, specs.RESIDUE_TILE_N),
             "phase: products (wgmma, mod p)": lambda: gpu.products(ra, rb, size, size, size, s),
-            "phase: reconstruct (CRT)": lambda: gpu.reconstruct(q, a_stats, b_stats, a, bt, size, s, bits),
+            "phase: reconstruct (CRT)": lambda: gpu.reconstruct(q, a_stats, b_stats, a, bt, s, bits),
             "all phases, without the op's Python (gpu.emulated)": lambda: gpu.emulated(a, b, s, bits),
         }
         if size <= 4096:

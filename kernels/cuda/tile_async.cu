@@ -96,7 +96,7 @@ sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP 
       sgemm::warp_tile_mma_presplit<WM / 16, WN / 8, BK, ATile, BTile>(
           acc, split_big, split_small, split_big + A_FLOATS, split_small + A_FLOATS, wm0, wn0);
     } else {
-      sgemm::warp_tile_mma<WM / 16, WN / 8, BK, ATile, BTile, false>(acc, As, As + A_FLOATS, wm0, wn0);
+      sgemm::warp_tile_mma_tf32<WM / 16, WN / 8, BK, ATile, BTile>(acc, As, As + A_FLOATS, wm0, wn0);
     }
   }
   if (!(probe == 0.0f)) saw_non_finite = 1;

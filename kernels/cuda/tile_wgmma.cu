@@ -76,7 +76,7 @@
 //
 // SPLIT (float32 accuracy): small*big + big*small + big*big per k8 step, into
 // a fresh accumulator per k-tile that the FP32 units add to the running sum
-// (the tensor cores' accumulation rounds toward zero: see warp_tile_mma). The
+// (the tensor cores' accumulation rounds toward zero: see warp_tile_mma_presplit). The
 // split does not handle Inf and NaN (sgemm::split_tf32_fast); the block notes
 // whether its operands hold any, and then each output is recomputed with plain
 // FMAs, as exact as any float32 product. Without SPLIT: one product per step,

@@ -110,11 +110,11 @@ def crt_words(s: int) -> tuple[int, ...]:
 
 
 def reconstruct(q: mx.array, a_stats: mx.array, b_stats: mx.array, a: mx.array, bt: mx.array,
-                n: int, s: int, bits: int, stream=None) -> mx.array:
+                s: int, bits: int, stream=None) -> mx.array:
     """float32 M x N from the residue products (CRT, unscaling by the lines'
     shifts, worked out from their statistics)."""
     _, m, np_ = q.shape
-    k = a.shape[1]
+    n, k = bt.shape
     params = _int32([m, n, np_, k, s, bits])
     return _launch(specs.cuda_int8_reconstruct(), [q, a_stats, b_stats, _int32(crt_words(s)), a, bt, params],
                    (m, n), mx.float32, m * (np_ // RECONSTRUCT_COLUMNS), stream)
@@ -154,9 +154,10 @@ def emulated(a: mx.array, b: mx.array, s: int, bits: int, stream=None,
     ra = residues(x.a, x.a_stats, s, bits, specs.RESIDUE_TILE_M, stream)
     rb = residues(x.bt, x.b_stats, s, bits, specs.RESIDUE_TILE_N, stream)
     q = products(ra, rb, m, n, k, s, stream)
-    return reconstruct(q, x.a_stats, x.b_stats, x.a, x.bt, n, s, bits, stream)
+    return reconstruct(q, x.a_stats, x.b_stats, x.a, x.bt, s, bits, stream)
 
 
 def int8_ops(m: int, n: int, k: int, s: int) -> float:
     """INT8 multiply-adds x 2 of the products, as the padded tiles do them."""
-    return 2.0 * s * math.ceil(m / 128) * 128 * math.ceil(n / 256) * 256 * max(1, math.ceil(k / K_TILE)) * K_TILE
+    tm, tn = specs.RESIDUE_TILE_M, specs.RESIDUE_TILE_N
+    return 2.0 * s * math.ceil(m / tm) * tm * math.ceil(n / tn) * tn * max(1, math.ceil(k / K_TILE)) * K_TILE

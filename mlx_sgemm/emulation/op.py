@@ -21,7 +21,6 @@ the outputs they touch are computed in float32, so Inf and NaN land where
 
 from __future__ import annotations
 
-
 import mlx.core as mx
 import numpy as np
 
@@ -116,8 +115,8 @@ def fallback(verdict: scheme.Assessment):
     rows of 1e30 next to 1e-30); otherwise ``matmul``."""
     from .. import ops
 
-    return ops.tile_threads if verdict.bits > 0 and verdict.moduli is None and (
-        verdict.wide or "bits a side" in verdict.reason) else ops.matmul
+    needs_more_bits = verdict.moduli is None and (verdict.wide is not None or verdict.bits > gpu.MAX_BITS)
+    return ops.tile_threads if needs_more_bits else ops.matmul
 
 
 def _numpy_product(a: mx.array, b: mx.array, verdict: scheme.Assessment) -> mx.array:

@@ -2,11 +2,12 @@
 specification of the GPU path, step by step.
 
 1. :func:`assess` (the pre-pass): are the operands finite, how far below each
-   row's (column's) largest entry its mass lies, how wide its exponent range
-   is; from that, the bits a side and the number of moduli, or why the product
-   should go to the 3xTF32 kernel instead.
+   row's (column's) 2-norm bound its typical entry lies, how wide its
+   exponent range is; from that, the bits a side and the number of moduli, or
+   why the product should go to another kernel instead.
 2. :func:`scale`: per-row powers of two for A, per-column for B, so that
-   A' = trunc(A * 2^e_i) and B' = trunc(B * 2^f_j) are integers below 2^bits.
+   A' = trunc(A * 2^e_i) and B' = trunc(B * 2^f_j) are integer lines of 2-norm
+   at most 2^bits.
 3. :func:`residues`: A' and B' modulo each p_i, symmetric, as int8.
 4. :func:`residue_products`: the s products of residues, int64 matmuls that
    stand for the INT8 GEMM with int32 accumulation (checked to fit int32).

@@ -1,5 +1,6 @@
-// Global -> shared copies through registers: load_tile for one tile, KTileStager
-// for double-buffered k-tiles (fetch the next while computing on this one, then store).
+// Global -> shared copies through registers: load_tile_split for one tile split into
+// its 3xTF32 parts, KTileStager for double-buffered k-tiles (fetch the next while
+// computing on this one, then store).
 // Operands of any element type; shared memory holds float32 (converted on the way).
 #ifndef MLX_SGEMM_LOAD_CUH
 #define MLX_SGEMM_LOAD_CUH
@@ -35,30 +36,6 @@ __device__ inline void visit_tile(const Operand<T>& x, int r0, int c0, Store sto
   }
 }
 
-// A run of 4 stored at (r, c) of a row-major tile of row stride LD: one
-// 16-byte store along a row, four down a column.
-template <int LD>
-__device__ inline void store4(float* smem, int r, int c, float4 v, bool along_rows) {
-  if (along_rows) {
-    *reinterpret_cast<float4*>(smem + r * LD + c) = v;
-  } else {
-    smem[r * LD + c] = v.x;
-    smem[(r + 1) * LD + c] = v.y;
-    smem[(r + 2) * LD + c] = v.z;
-    smem[(r + 3) * LD + c] = v.w;
-  }
-}
-
-// Copy the ROWS x COLS tile of x at (r0, c0) into shared memory as smem[r][c]
-// (row stride LD), zeros outside x, converted to float32 (visit_tile).
-template <int ROWS, int COLS, int LD, int THREADS, Layout L, typename T>
-__device__ inline void load_tile(float* smem, const Operand<T>& x, int r0, int c0) {
-  static_assert(LD % 4 == 0, "16-byte aligned rows");
-  visit_tile<ROWS, COLS, THREADS, L>(x, r0, c0, [&](int r, int c, float4 v, bool along_rows) {
-    store4<LD>(smem, r, c, v, along_rows);
-  });
-}
-
 // The ROWS x COLS tile of x at (r0, c0), zeros outside x, converted to
 // float32 and split into its 3xTF32 parts: big (x rounded to TF32) and small
 // (the rest, rounded to TF32), in two tiles laid out as Tile (an SmemTile in
@@ -76,7 +53,7 @@ __device__ inline void load_tile_split(float* big, float* small, const Operand<T
   });
 }
 
-// load_tile in two halves, for double buffering, for the k-tiles of an operand
+// A tile copy in two halves, for double buffering, for the k-tiles of an operand
 // whose rows are k (the K x M view of A, B): the ROWS x COLS tiles at (k0, c0)
 // for k0 = 0, ROWS, 2 ROWS, ... fetch() starts the global loads of a thread's
 // share of one into registers, and the thread computes on the previous tile
@@ -94,10 +71,10 @@ __device__ inline void load_tile_split(float* big, float* small, const Operand<T
 // transposed view) is scattered into four rows of the tile, and there a warp
 // takes 16 columns x 8 rows (two runs of 4 of each column: one 32-byte sector
 // of float32, half of one of halves)
-// instead of load_tile's 4 columns x 32 rows. With a row stride LD = 4 (mod 8)
+// instead of visit_tile's 4 columns x 32 rows. With a row stride LD = 4 (mod 8)
 // the two float4s of a column land 16 banks apart (4 LD = 16 mod 32) and the 16
 // columns fill the other banks: each of the 4 scattered stores is served in one
-// pass. load_tile's mapping puts a warp's 8 float4s of a column onto 2 banks, a
+// pass. visit_tile's mapping puts a warp's 8 float4s of a column onto 2 banks, a
 // 4-way conflict, whatever the stride (as long as rows stay 16-byte aligned).
 template <int ROWS, int COLS, int THREADS, Layout L, typename T = float>
 struct KTileStager {

@@ -23,19 +23,21 @@ __device__ inline void mma_m16n8k8_tf32(
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// d += A * B to float32 accuracy with three TF32 tensor-core products (see
-// SplitTF32); the a_small * b_small term falls below float32 rounding.
+// d += A * B to float32 accuracy with three TF32 tensor-core products of the
+// operands' big and small parts (sgemm::split_tf32_fast): the small cross
+// terms first, big * big last; the a_small * b_small term falls below float32
+// rounding.
 __device__ inline void mma_3xtf32(
-    float (&d)[4],
-    const uint32_t (&a_big)[4], const uint32_t (&a_big_finite)[4], const uint32_t (&a_small)[4],
-    const uint32_t (&b_big)[2], const uint32_t (&b_big_finite)[2], const uint32_t (&b_small)[2]) {
-  mma_m16n8k8_tf32(d, a_small, b_big_finite);
-  mma_m16n8k8_tf32(d, a_big_finite, b_small);
+    float (&d)[4], const uint32_t (&a_big)[4], const uint32_t (&a_small)[4],
+    const uint32_t (&b_big)[2], const uint32_t (&b_small)[2]) {
+  mma_m16n8k8_tf32(d, a_small, b_big);
+  mma_m16n8k8_tf32(d, a_big, b_small);
   mma_m16n8k8_tf32(d, a_big, b_big);
 }
 
 // acc += part, tile by tile: a k-tile's products, summed from zero by the
-// tensor cores, added to the running sum by the FP32 units (see warp_tile_mma).
+// tensor cores, added to the running sum by the FP32 units (see
+// warp_tile_mma_presplit).
 template <int MI, int NI>
 __device__ inline void add_tiles(float (&acc)[MI][NI][4], const float (&part)[MI][NI][4]) {
 #pragma unroll
@@ -46,87 +48,59 @@ __device__ inline void add_tiles(float (&acc)[MI][NI][4], const float (&part)[MI
       for (int e = 0; e < 4; ++e) acc[i][j][e] += part[i][j][e];
 }
 
-// acc += As * Bs over one shared-memory k-tile, for the warp whose WM x WN
-// output tile starts at (wm0, wn0) of the block. As holds the block's BM x BK
-// tile of A, Bs the BK x BN tile of B, laid out as ATile / BTile (SmemTile:
-// either orientation). With the padded strides a warp's fragment reads (8 rows
-// x 4 columns of A, 4 x 8 of B) hit 32 different banks in either orientation.
-//
-// SPLIT selects 3xTF32 (float32 accuracy). The tensor cores add into their
-// accumulator rounding toward zero, so letting them accumulate over all of K
-// biases every step the same way and the error grows with K (measured on an
-// H200: 25x cuBLAS SGEMM's at K = 4096; docs/performance-log.md, "3xTF32
-// accuracy: sums outside the tensor cores"). So the k-tile's products go into a
-// fresh accumulator `part`, which the FP32 units, rounding to nearest, add to
-// `acc` (after Ootomo & Yokota, 2022). Without SPLIT: one TF32 product per step,
-// accumulated by the tensor cores, like cuBLAS's TF32 mode.
-template <int MI, int NI, int BK, typename ATile, typename BTile, bool SPLIT>
-__device__ inline void warp_tile_mma(
+// acc += As * Bs over one shared-memory k-tile in one TF32 pass (cuBLAS's
+// TF32 mode: the tensor cores round each float32 to TF32 and accumulate), for
+// the warp whose WM x WN output tile starts at (wm0, wn0) of the block. As
+// holds the block's BM x BK tile of A, Bs the BK x BN tile of B, laid out as
+// ATile / BTile (SmemTile: either orientation). With the padded strides a
+// warp's fragment reads (8 rows x 4 columns of A, 4 x 8 of B) hit 32
+// different banks in either orientation.
+template <int MI, int NI, int BK, typename ATile, typename BTile>
+__device__ inline void warp_tile_mma_tf32(
     float (&acc)[MI][NI][4], const float* As, const float* Bs, int wm0, int wn0) {
   const int lane = threadIdx.x % 32;
   const int g = lane / 4, tg = lane % 4;  // this lane's fragment coordinates
-  float part[MI][NI][4] = {};
-  float (&sum)[MI][NI][4] = SPLIT ? part : acc;
 #pragma unroll
   for (int kk = 0; kk < BK; kk += 8) {
-    // Split each A fragment element once; it serves NI products. B's fragments
-    // are split one n8 tile at a time, which saves registers for accumulators.
-    uint32_t a_big[MI][4], a_big_finite[MI][4], a_small[MI][4];
+    uint32_t a[MI][4];
 #pragma unroll
     for (int i = 0; i < MI; ++i) {
       const int r = wm0 + i * 16 + g, k = kk + tg;
       const float v[4] = {ATile::at(As, r, k), ATile::at(As, r + 8, k),
                           ATile::at(As, r, k + 4), ATile::at(As, r + 8, k + 4)};
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        if (SPLIT) {
-          const SplitTF32 s = split_tf32(v[e]);
-          a_big[i][e] = s.big;
-          a_big_finite[i][e] = s.big_finite;
-          a_small[i][e] = s.small;
-        } else {
-          a_big[i][e] = to_tf32(v[e]);
-        }
-      }
+      for (int e = 0; e < 4; ++e) a[i][e] = to_tf32(v[e]);
     }
 #pragma unroll
     for (int j = 0; j < NI; ++j) {
       const int k = kk + tg, col = wn0 + j * 8 + g;
-      uint32_t b_big[2], b_big_finite[2], b_small[2];
+      uint32_t b[2];
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const float v = BTile::at(Bs, k + 4 * e, col);
-        if (SPLIT) {
-          const SplitTF32 s = split_tf32(v);
-          b_big[e] = s.big;
-          b_big_finite[e] = s.big_finite;
-          b_small[e] = s.small;
-        } else {
-          b_big[e] = to_tf32(v);
-        }
-      }
+      for (int e = 0; e < 2; ++e) b[e] = to_tf32(BTile::at(Bs, k + 4 * e, col));
 #pragma unroll
-      for (int i = 0; i < MI; ++i) {
-        if (SPLIT) {
-          mma_3xtf32(sum[i][j], a_big[i], a_big_finite[i], a_small[i],
-                     b_big, b_big_finite, b_small);
-        } else {
-          mma_m16n8k8_tf32(sum[i][j], a_big[i], b_big);
-        }
-      }
+      for (int i = 0; i < MI; ++i) mma_m16n8k8_tf32(acc[i][j], a[i], b);
     }
   }
-  if (SPLIT) add_tiles(acc, part);
 }
 
-// warp_tile_mma (3xTF32) on operands split already: As_big / As_small hold
-// the big and small TF32 parts of the block's A tile, Bs_big / Bs_small of
-// B's (sgemm::load_tile_split, which splits each element once for all warps,
-// where warp_tile_mma has each of the warps that read an element split it
-// again). A fragment is then two shared-memory loads, no arithmetic, and the
+// acc += As * Bs over one shared-memory k-tile to float32 accuracy (3xTF32),
+// for the warp whose WM x WN output tile starts at (wm0, wn0), on operands
+// split already: As_big / As_small hold the big and small TF32 parts of the
+// block's A tile, Bs_big / Bs_small of B's (sgemm::load_tile_split, or a pass
+// over a landed k-tile), each element split once for all the warps that read
+// it. A fragment is then two shared-memory loads, no arithmetic, and the
 // tensor cores get their three products per tile with little else between
-// them. Non-finite operands are the caller's concern (the split's probe):
-// big parts are used in the cross terms as they are.
+// them. Tiles are laid out as ATile / BTile (SmemTile: either orientation),
+// whose padded strides make the fragment reads conflict-free.
+//
+// The tensor cores add into their accumulator rounding toward zero, so letting
+// them accumulate over all of K biases every step the same way and the error
+// grows with K (measured on an H200: 25x cuBLAS SGEMM's at K = 4096;
+// docs/performance-log.md, "3xTF32 accuracy: sums outside the tensor cores").
+// So the k-tile's products go into a fresh accumulator `part`, which the FP32
+// units, rounding to nearest, add to `acc` (after Ootomo & Yokota, 2022).
+// Non-finite operands are the caller's concern (the split's probe): big parts
+// are used in the cross terms as they are.
 template <int MI, int NI, int BK, typename ATile, typename BTile>
 __device__ inline void warp_tile_mma_presplit(
     float (&acc)[MI][NI][4], const float* As_big, const float* As_small, const float* Bs_big,
@@ -157,7 +131,7 @@ __device__ inline void warp_tile_mma_presplit(
         b_small[e] = __float_as_uint(BTile::at(Bs_small, k + 4 * e, col));
       }
 #pragma unroll
-      for (int i = 0; i < MI; ++i) mma_3xtf32(part[i][j], a_big[i], a_big[i], a_small[i], b_big, b_big, b_small);
+      for (int i = 0; i < MI; ++i) mma_3xtf32(part[i][j], a_big[i], a_small[i], b_big, b_small);
     }
   }
   add_tiles(acc, part);
