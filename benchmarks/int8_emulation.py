@@ -1,14 +1,15 @@
-"""What the INT8 emulation (chapter 6, ``mlx_sgemm.int8_emulated``) costs, phase
+"""What the INT8 emulation (chapter 7, ``mlx_sgemm.int8_emulated``) costs, phase
 by phase, next to cuBLAS SGEMM and ``matmul`` in the same process.
 
     python benchmarks/int8_emulation.py [--sizes 4096 8192] [--csv out.csv]
 
 For square products: ``mx.matmul`` in float32 (cuBLAS SGEMM, MLX_ENABLE_TF32=0),
 ``matmul`` (3xTF32), ``int8_emulated`` with 7, 8 and 9 moduli and with the
-pre-pass choosing, timed in alternating rounds; then each phase alone on
-evaluated inputs, with the moduli the pre-pass chose (line statistics, the
-pre-pass with its read-back, residues of A and of B, the products, the CRT)
-and the INT8 products' rate (2 s M N K / time, padded tiles).
+device choosing, timed in alternating rounds; then each phase alone on
+evaluated inputs, with the device's choice (line statistics, the choice,
+residues of A and of B, the products, the fallback's tiles, the CRT; and
+``assess``, which reads the choice back) and the INT8 products' rate (2 s M N
+K / time, padded tiles).
 The mma.sync residue GEMM (int32 out) at s = 8 for comparison. Error is
 normwise against float64 on sampled rows. ``--accuracy``: instead, the
 accuracy table (normal inputs, GEMMul8's hard inputs, 1e30 next to 1e-30; K =
@@ -30,7 +31,7 @@ from mlx_sgemm.bench import accuracy, results, timing  # noqa: E402
 from mlx_sgemm.bench.measure import sampled_error  # noqa: E402
 from mlx_sgemm.build import specs  # noqa: E402
 from mlx_sgemm.dispatch import device  # noqa: E402
-from mlx_sgemm.emulation import gpu, moduli, op, residue_gemm, scheme  # noqa: E402
+from mlx_sgemm.emulation import gpu, op, residue_gemm, scheme  # noqa: E402
 
 
 def hard_inputs(kind: str, m: int, n: int, k: int, rng: np.random.Generator):
@@ -98,35 +99,38 @@ def main() -> None:
         fns = {"mx.matmul": lambda: mx.matmul(a, b), "matmul": lambda: mlx_sgemm.matmul(a, b)}
         for s in (7, 8, 9):
             fns[f"int8_emulated moduli={s}"] = lambda s=s: mlx_sgemm.int8_emulated(a, b, moduli=s)
-        fns["int8_emulated (pre-pass)"] = lambda: mlx_sgemm.int8_emulated(a, b)
+        fns["int8_emulated (device's choice)"] = lambda: mlx_sgemm.int8_emulated(a, b)
         medians = timing.alternating_medians(fns, rounds=3, repeats=args.repeats)
         chosen = op.assess(a, b)[0]
         first = len(rows)
         for name, seconds in medians.items():
-            s = name.split("=")[-1] if "moduli=" in name else (chosen.moduli if "pre-pass" in name else "")
+            s = name.split("=")[-1] if "moduli=" in name else (chosen.moduli if "choice" in name else "")
             record(size, name, seconds, f"{sampled_error(fns[name](), a, b):.2e}", s)
         for row in rows[first:]:
             row["x_cublas_sgemm"] = round(medians["mx.matmul"] / (row["us"] / 1e6), 3)
 
-        # Phases, each on evaluated inputs, with the moduli the pre-pass chose.
-        s = chosen.moduli or 8
-        bits = moduli.bits_for(size, s)
-        bt = b.T  # a view: the kernels read B in place
-        a_stats, b_stats = gpu.line_stats(a), gpu.line_stats(bt)
-        mx.eval(a_stats, b_stats)
-        ra = gpu.residues(a, a_stats, s, bits, specs.RESIDUE_TILE_M)
-        rb = gpu.residues(bt, b_stats, s, bits, specs.RESIDUE_TILE_N)
-        mx.eval(ra, rb)
-        q = gpu.products(ra, rb, size, size, size, s)
-        mx.eval(q)
+        # Phases, each on evaluated inputs, with the device's choice (room for
+        # gpu.MAX_MODULI moduli, the blocks past the choice stopping at once).
+        s, s_max = chosen.moduli or 8, gpu.MAX_MODULI
+        x = gpu.Operands(a, b)
+        mx.eval(x.a_stats, x.b_stats, x.choice)
+        ra = gpu.residues(x.a, x.a_stats, x.choice, s_max, specs.RESIDUE_TILE_M)
+        rb = gpu.residues(x.bt, x.b_stats, x.choice, s_max, specs.RESIDUE_TILE_N)
+        q = gpu.products(ra, rb, x.choice, size, size, size, s_max)
+        direct = gpu.fallback_product(x.a, x.b, x.choice, x.a_stats, x.b_stats)
+        mx.eval(ra, rb, q, direct)
         phases = {
-            "phase: line statistics (A and B^T)": lambda: mx.concatenate([gpu.line_stats(a), gpu.line_stats(bt)], 1),
-            "phase: pre-pass (statistics, read back, choice)": lambda: mx.array(op.assess(a, b)[0].moduli),
-            "phase: residues of A": lambda: gpu.residues(a, a_stats, s, bits, specs.RESIDUE_TILE_M),
-            "phase: residues of B (read as B^T)": lambda: gpu.residues(bt, b_stats, s, bits, specs.RESIDUE_TILE_N),
-            "phase: products (wgmma, mod p)": lambda: gpu.products(ra, rb, size, size, size, s),
-            "phase: reconstruct (CRT)": lambda: gpu.reconstruct(q, a_stats, b_stats, a, bt, s, bits),
-            "all phases, without the op's Python (gpu.emulated)": lambda: gpu.emulated(a, b, s, bits),
+            "phase: line statistics (A and B^T)": lambda: mx.concatenate([gpu.line_stats(a), gpu.line_stats(x.bt)], 1),
+            "phase: choice (on the device)": lambda: gpu.choose(x.a_stats, x.b_stats, size, size, size),
+            "phase: residues of A": lambda: gpu.residues(x.a, x.a_stats, x.choice, s_max, specs.RESIDUE_TILE_M),
+            "phase: residues of B (read as B^T)": lambda: gpu.residues(x.bt, x.b_stats, x.choice, s_max,
+                                                                       specs.RESIDUE_TILE_N),
+            "phase: products (wgmma, mod p)": lambda: gpu.products(ra, rb, x.choice, size, size, size, s_max),
+            "phase: fallback tiles (none here)": lambda: gpu.fallback_product(x.a, x.b, x.choice, x.a_stats,
+                                                                              x.b_stats),
+            "phase: reconstruct (CRT)": lambda: gpu.reconstruct(q, x.a_stats, x.b_stats, x.choice, direct, size),
+            "all phases, without the op's Python (gpu.emulated)": lambda: gpu.emulated(a, b),
+            "assess (the choice read back: a synchronization)": lambda: mx.array(op.assess(a, b)[0].moduli),
         }
         if size <= 4096:
             r8 = mx.random.randint(-128, 128, (s, size, size)).astype(mx.int8)

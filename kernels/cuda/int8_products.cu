@@ -26,8 +26,10 @@
 // Blocks: x = modulus * tiles + tile, tiles walked in bands of GROUP_M rows,
 // so the blocks in flight share A's and B's k-tiles in L2.
 //
+// choice: the moduli (int8_choice.cu); the grid has blocks for the most the
+// path takes, and those of moduli past the choice's end at once.
 // params: M, N, Np (the residues' row length: N padded to BN), k-tiles, tiles
-// in M, tiles in N, s, then the s moduli.
+// in M, tiles in N, then the moduli.
 constexpr int THREADS = 384;
 static_assert(BM == 128 && BN == 256, "2 consumer warpgroups of m64n256 products");
 static_assert(STAGES >= 2 && STAGES <= 8, "a ring of stages");
@@ -51,6 +53,7 @@ const int M = params[0], Np = params[2], k_tiles = params[3];
 const int tiles_m = params[4], tiles_n = params[5];
 const int tiles = tiles_m * tiles_n;
 const int modulus = blockIdx.x / tiles;
+if (modulus >= choice[sgemm::CHOICE_MODULI]) return;
 int row0, col0;
 sgemm::tile_origin<GROUP_M>(blockIdx.x % tiles, tiles_m, tiles_n, BM, BN, row0, col0);
 
@@ -108,7 +111,7 @@ if (warpgroup == 0) {
   // warpgroup's 64 x 256; each pair of columns goes out as 2 bytes. The
   // int32 sum is first brought below 2^10 by an integer step whose quotient
   // comes from a float estimate, then sgemm::symmetric_residue finishes.
-  const int p = params[7 + modulus];
+  const int p = params[6 + modulus];
   const sgemm::Modulus mod = sgemm::make_modulus(p);
   const int lane = tid % 32, g = lane / 4, t = lane % 4;
   const int row_base = row0 + (warpgroup - 1) * 64 + (tid / 32) * 16 + g;

@@ -9,24 +9,35 @@
 // The float64 operations are written as intrinsics (no fused multiply-adds) in
 // the order of mlx_sgemm.emulation.scheme.reconstruct, so the GPU's result is
 // the numpy reference's, bit for bit.
-// An output whose row of A or column of B holds an Inf or NaN
-// (sgemm::NON_FINITE_LINE) is recomputed as a float32 dot product of a and
-// bt (views with any strides), so that Inf and NaN land where mx.matmul puts
-// them.
+// An output the scheme does not give is the float32 fallback's (`direct`,
+// kernels/cuda/tile_threads.cu gated by the choice): every output when the
+// choice has no moduli, else those whose row of A or column of B holds an Inf
+// or NaN (sgemm::NON_FINITE_LINE), so that Inf and NaN land where mx.matmul
+// puts them.
 //
 // One thread, COLUMNS = 8 consecutive outputs of a row: 8 bytes of each
 // residue matrix (rows Np bytes apart, Np a multiple of 256).
 // a_stats, b_stats: the lines' statistics, for their shifts (sgemm::line_shift).
-// params: M, N, Np, K, s, bits. constants: the float64 words (low word first) of
-// hi_0..hi_{s-1}, lo_0..lo_{s-1}, P_hi, P_lo, 1/P.
+// choice: the moduli s and bits (int8_choice.cu). constants: for each count of
+// moduli 1, 2, .. in turn, the float64 words (low word first) of hi_0..hi_{s-1},
+// lo_0..lo_{s-1}, P_hi, P_lo, 1/P: 2s + 3 values, so s's start after (s - 1)(s + 3).
+// params: M, N, Np.
 constexpr int COLUMNS = 8;
-const int M = params[0], N = params[1], Np = params[2], K = params[3], s = params[4], bits = params[5];
+const int M = params[0], N = params[1], Np = params[2];
+const int s = choice[sgemm::CHOICE_MODULI], bits = choice[sgemm::CHOICE_BITS];
 const int64_t id = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 const int groups = Np / COLUMNS;
 if (id >= static_cast<int64_t>(M) * groups) return;
 const int row = static_cast<int>(id / groups), col0 = static_cast<int>(id % groups) * COLUMNS;
 if (col0 >= N) return;
-auto constant = [&](int i) { return __hiloint2double(constants[2 * i + 1], constants[2 * i]); };
+float* const c_row = c_out + static_cast<int64_t>(row) * N;
+const float* const direct_row = direct + static_cast<int64_t>(row) * N;
+if (s == 0) {  // not emulated: the fallback's product
+  for (int e = 0; e < COLUMNS && col0 + e < N; ++e) c_row[col0 + e] = direct_row[col0 + e];
+  return;
+}
+const int* const words = constants + 2 * (s - 1) * (s + 3);
+auto constant = [&](int i) { return __hiloint2double(words[2 * i + 1], words[2 * i]); };
 
 double x_hi[COLUMNS], x_lo[COLUMNS];
 #pragma unroll
@@ -64,11 +75,7 @@ for (int e = 0; e < COLUMNS; ++e) {
   const int col = min(col0 + e, N - 1);
   const int col_shift = sgemm::line_shift(b_stats, N, col, bits);
   if (row_shift == sgemm::NON_FINITE_LINE || col_shift == sgemm::NON_FINITE_LINE) {
-    float v = 0.0f;
-    for (int k = 0; k < K; ++k) {
-      v = fmaf(a[row * a_strides[0] + k * a_strides[1]], bt[col * bt_strides[0] + k * bt_strides[1]], v);
-    }
-    out[e] = v;
+    out[e] = direct_row[col];
     continue;
   }
   const double quotient = rint(__dmul_rn(__dadd_rn(x_hi[e], x_lo[e]), p_inverse));
@@ -81,7 +88,6 @@ for (int e = 0; e < COLUMNS; ++e) {
                                  ? __dmul_rn(c, __hiloint2double((unscale + 1023) << 20, 0))
                                  : ldexp(c, unscale));
 }
-float* const c_row = c_out + static_cast<int64_t>(row) * N;
 if (col0 + COLUMNS <= N && N % 4 == 0) {
   reinterpret_cast<float4*>(c_row + col0)[0] = make_float4(out[0], out[1], out[2], out[3]);
   reinterpret_cast<float4*>(c_row + col0)[1] = make_float4(out[4], out[5], out[6], out[7]);

@@ -16,12 +16,13 @@
 // each k's 64 lines read as 256 contiguous bytes.
 //
 // stats: the lines' statistics (int8_line_stats.cu), from which each line's
-// shift (sgemm::line_shift). params: lines, K, lines per tile, tiles, k-tiles
-// (of 128), s, reduction steps (sgemm::symmetric_residue), bits, then the s
-// moduli.
+// shift (sgemm::line_shift). choice: the moduli and bits (int8_choice.cu; no
+// moduli: nothing to write). params: lines, K, lines per tile, tiles, k-tiles
+// (of 128), then the moduli.
 constexpr int LINES = 64, CHUNKS = LINES * sgemm::RESIDUE_K_TILE / 16;
-const int lines = params[0], K = params[1], per_tile = params[2], tiles = params[3],
-          k_tiles = params[4], s = params[5], steps_needed = params[6], bits = params[7];
+const int lines = params[0], K = params[1], per_tile = params[2], tiles = params[3], k_tiles = params[4];
+const int s = choice[sgemm::CHOICE_MODULI], bits = choice[sgemm::CHOICE_BITS];
+if (s == 0) return;
 const int64_t line_stride = x_strides[0], k_stride = x_strides[1];
 const bool across = line_stride == 1 && k_stride != 1;
 const int line0 = blockIdx.x / k_tiles * LINES, k_tile = blockIdx.x % k_tiles;
@@ -79,7 +80,7 @@ for (int j = threadIdx.x; j < CHUNKS; j += blockDim.x) {
   auto write_residues = [&](auto steps_constant) {
     constexpr int steps = decltype(steps_constant)::value;
     for (int m = 0; m < s; ++m) {
-      const sgemm::Modulus modulus = sgemm::make_modulus(params[8 + m]);
+      const sgemm::Modulus modulus = sgemm::make_modulus(params[5 + m]);
       uint32_t words[4];
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
@@ -95,7 +96,7 @@ for (int j = threadIdx.x; j < CHUNKS; j += blockDim.x) {
       *reinterpret_cast<uint4*>(tile + in_tile) = make_uint4(words[0], words[1], words[2], words[3]);
     }
   };
-  if (steps_needed == 1) {
+  if (sgemm::residue_steps(bits) == 1) {
     write_residues(sgemm::IntTag<1>{});
   } else {
     write_residues(sgemm::IntTag<2>{});

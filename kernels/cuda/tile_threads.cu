@@ -1,5 +1,6 @@
 #include "sgemm/dispatch.cuh"
 #include "sgemm/epilogue.cuh"
+#include "sgemm/int8_tiles.cuh"
 #include "sgemm/load.cuh"
 #include "sgemm/operand.cuh"
 #include "sgemm/schedule.cuh"
@@ -51,6 +52,11 @@ __shared__ __align__(16) float Bs[2][BK][LDB];
 
 const sgemm::Tile<TA, TB> t = sgemm::locate_tile(
     BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
+#ifdef SGEMM_EMULATION_FALLBACK
+// Built as the INT8 emulation's float32 fallback (mlx_sgemm/emulation/gpu.py),
+// a block computes only the tiles whose outputs the scheme does not give.
+if (!sgemm::fallback_computes_tile(choice, a_stats, t.M, b_stats, t.N, t.row0, t.col0, BM, BN)) return;
+#endif
 
 // As is the K x M view of A: its layout decides how A's tile is read (16 bytes
 // down the K x M view's columns for a row-major A, along its rows for A.T).

@@ -304,8 +304,8 @@ def cuda_int8_residues() -> KernelSpec:
     in the products' swizzled tiles (kernels/cuda/int8_residues.cu)."""
     return KernelSpec(
         "int8_residues", "cuda", "int8_residues.cu", (256, 1, 1), 1, 16,
-        inputs=("x", "stats", "params"), outputs=("residues",),
-        input_dtypes=("float32", "float32", "int32"), output_dtypes=("int8",),
+        inputs=("x", "stats", "choice", "params"), outputs=("residues",),
+        input_dtypes=("float32", "float32", "int32", "int32"), output_dtypes=("int8",),
     )
 
 
@@ -320,19 +320,41 @@ def cuda_int8_products(STAGES: int = 4, GROUP_M: int = 8) -> KernelSpec:
         (("BM", bm), ("BN", bn), ("STAGES", STAGES), ("GROUP_M", GROUP_M)),
         shared_memory=STAGES * (bm + bn) * 128 + 1024,
         min_blocks=1,
-        inputs=("ra", "rb", "params"), outputs=("residues",),
-        input_dtypes=("int8", "int8", "int32"), output_dtypes=("int8",),
+        inputs=("ra", "rb", "choice", "params"), outputs=("residues",),
+        input_dtypes=("int8", "int8", "int32", "int32"), output_dtypes=("int8",),
+    )
+
+
+def cuda_int8_choice() -> KernelSpec:
+    """The moduli and bits from every line's statistics, or why not: one block
+    (kernels/cuda/int8_choice.cu)."""
+    return KernelSpec(
+        "int8_choice", "cuda", "int8_choice.cu", (1024, 1, 1), 1, 1,
+        inputs=("a_stats", "b_stats", "params"), outputs=("choice",),
+        input_dtypes=("float32", "float32", "int32"), output_dtypes=("int32",),
+    )
+
+
+def cuda_int8_fallback() -> KernelSpec:
+    """tile_threads as the emulation's float32 fallback: only the tiles the
+    choice does not emulate (no moduli, or an Inf or NaN in their lines)."""
+    threads = next(s for s in _SPECS["cuda"] if s.stage == "tile_threads")
+    return dataclasses.replace(
+        threads, stage="int8_fallback",
+        defines=(("SGEMM_EMULATION_FALLBACK", 1),),
+        inputs=(*INPUT_NAMES, "choice", "a_stats", "b_stats"),
+        input_dtypes=("float32", "float32", "int32", "int32", "float32", "float32"),
     )
 
 
 def cuda_int8_reconstruct() -> KernelSpec:
-    """C from the residue products by the CRT, unscaled; non-finite lines
-    recomputed in float32 (kernels/cuda/int8_reconstruct.cu)."""
+    """C from the residue products by the CRT, unscaled; the outputs the
+    scheme does not give from the fallback (kernels/cuda/int8_reconstruct.cu)."""
     return KernelSpec(
         "int8_reconstruct", "cuda", "int8_reconstruct.cu", (256, 1, 1), 1, 8,
-        inputs=("residues", "a_stats", "b_stats", "constants", "a", "bt", "params"),
+        inputs=("residues", "a_stats", "b_stats", "constants", "choice", "direct", "params"),
         outputs=("c_out",),
-        input_dtypes=("int8", "float32", "float32", "int32", "float32", "float32", "int32"),
+        input_dtypes=("int8", "float32", "float32", "int32", "int32", "float32", "int32"),
         output_dtypes=("float32",),
     )
 
@@ -433,7 +455,8 @@ STAGES = ("naive", "tile_16", "tile_32", "tile_threads", "tile_simdgroup", "tile
 # The INT8 emulation's kernels (mlx_sgemm.emulation): not stages of matmul,
 # and not of the a/b/params interface.
 _EMULATION_SPECS = {
-    "cuda": [cuda_int8_residue_gemm(), cuda_int8_line_stats(), cuda_int8_residues(), cuda_int8_products(), cuda_int8_reconstruct()],
+    "cuda": [cuda_int8_residue_gemm(), cuda_int8_line_stats(), cuda_int8_choice(), cuda_int8_residues(),
+             cuda_int8_products(), cuda_int8_fallback(), cuda_int8_reconstruct()],
     "metal": [],
 }
 

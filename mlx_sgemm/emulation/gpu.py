@@ -1,18 +1,28 @@
-"""The INT8 emulation on a Hopper GPU: Ozaki scheme II in three kernels.
+"""The INT8 emulation on a Hopper GPU: Ozaki scheme II in kernels that are
+all queued at once, none waiting for another's result on the host.
 
-1. :func:`line_stats` (kernels/cuda/int8_line_stats.cu) and :func:`residues`
-   (kernels/cuda/int8_residues.cu): each row of A and
-   each row of B^T (column of B; both read in place, any strides) scaled by
-   its power of two to a 2-norm of at most 2^bits, truncated, reduced modulo
-   each of the s moduli, written as int8 tiles in the layout the products copy
-   in one piece.
-2. :func:`products` (kernels/cuda/int8_products.cu): per modulus, the INT8
+1. :func:`line_stats` (kernels/cuda/int8_line_stats.cu): each row of A and of
+   B^T (column of B), read in place with any strides: the statistics the
+   scaling and the choice need.
+2. :func:`choose` (kernels/cuda/int8_choice.cu): the moduli and bits a side,
+   or why the scheme cannot carry the product, made on the device by the rule
+   of :func:`mlx_sgemm.emulation.scheme.decide` (:class:`Choice` reads it back
+   when asked). The kernels after it read it where they run, so their grids
+   are sized for the most moduli the path takes (:data:`MAX_MODULI`) and the
+   blocks of moduli past the choice stop at once.
+3. :func:`residues` (kernels/cuda/int8_residues.cu): each line scaled by its
+   power of two to a 2-norm of at most 2^bits, truncated, reduced modulo each
+   modulus, written as int8 tiles in the layout the products copy in one piece.
+4. :func:`products` (kernels/cuda/int8_products.cu): per modulus, the INT8
    wgmma product of the residues, reduced modulo p_i in the epilogue: s bytes
    an output reach memory, not s int32s.
-3. :func:`reconstruct` (kernels/cuda/int8_reconstruct.cu): the CRT in float64
+5. :func:`fallback_product`: tile_threads, float32, for the tiles the scheme
+   does not give (every tile when the choice has no moduli; else those whose
+   lines hold an Inf or NaN), its other blocks stopping at once.
+6. :func:`reconstruct` (kernels/cuda/int8_reconstruct.cu): the CRT in float64
    and the unscaling, in the order of :func:`mlx_sgemm.emulation.scheme.reconstruct`,
-   so that the result is the numpy reference's bit for bit; outputs of lines
-   holding Inf or NaN recomputed in float32.
+   so that the result is the numpy reference's bit for bit; the fallback's
+   outputs where the scheme gives none.
 
 Operands here are 2-D float32; :mod:`mlx_sgemm.emulation.op` does the rest.
 """
@@ -22,11 +32,12 @@ from __future__ import annotations
 import functools
 import math
 import struct
+from dataclasses import dataclass
 
 import mlx.core as mx
 import numpy as np
 
-from ..build import registry, specs
+from ..build import launcher, registry, specs
 from . import moduli as _moduli
 from . import scheme
 
@@ -35,12 +46,11 @@ K_TILE = 128  # bytes of K per residue tile row (sgemm::RESIDUE_K_TILE)
 # below 2^29, 2 below 2^46: the most bits a side this path keeps.
 MAX_BITS = 46
 RECONSTRUCT_COLUMNS = 8  # outputs a thread of int8_reconstruct.cu makes (COLUMNS)
-
-
-def reduction_steps(bits: int) -> int:
-    if not 1 <= bits <= MAX_BITS:
-        raise ValueError(f"bits must be 1..{MAX_BITS}, got {bits}")
-    return 1 if bits <= 29 else 2
+# The most moduli the path takes: those that carry MAX_BITS.
+MAX_MODULI = _moduli.moduli_for(1, MAX_BITS)
+# The choice's words (sgemm::ChoiceWord in kernels/cuda/sgemm/int8_tiles.cuh).
+CHOICE_WORDS = ("moduli", "bits", "reason", "a_lost", "b_lost", "a_span", "b_span", "wide_operand",
+                "wide_line")
 
 
 @functools.lru_cache(maxsize=256)
@@ -72,33 +82,90 @@ def line_stats(x: mx.array, stream=None) -> mx.array:
                    32 * lines, stream)
 
 
+def choose(a_stats: mx.array, b_stats: mx.array, m: int, n: int, k: int, stream=None) -> mx.array:
+    """The choice (int32 words, :data:`CHOICE_WORDS`) from the lines'
+    statistics, on the device: scheme.decide's rule with its default target
+    bits at this K, at most MAX_BITS a side and MAX_MODULI moduli."""
+    table = [_moduli.bits_for(max(k, 1), s) for s in range(1, len(_moduli.MODULI) + 1)]
+    params = _int32([m, n, k, scheme.default_target_bits(k), MAX_BITS, MAX_MODULI, *table])
+    return _launch(specs.cuda_int8_choice(), [a_stats, b_stats, params], (len(CHOICE_WORDS),), mx.int32,
+                   1024, stream)
+
+
+def fixed_choice(k: int, s: int, bits: int | None = None) -> mx.array:
+    """The choice when the caller names the moduli: s and the bits they carry
+    at K (or fewer, ``bits``)."""
+    bits = _moduli.bits_for(max(k, 1), s) if bits is None else bits
+    if not 1 <= bits <= MAX_BITS:
+        raise ValueError(f"{s} moduli keep {bits} bits a side, outside this path's 1..{MAX_BITS}")
+    return _int32([s, bits] + [0] * (len(CHOICE_WORDS) - 2))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The device's choice for one product, read back (a synchronization): for
+    :func:`mlx_sgemm.emulation.op.assess`, not for the op, which never reads it."""
+
+    k: int
+    words: tuple[int, ...]
+
+    @classmethod
+    def read(cls, choice: mx.array, k: int) -> Choice:
+        return cls(k, tuple(int(v) for v in np.array(choice)))
+
+    def assessment(self) -> scheme.Assessment:
+        w = dict(zip(CHOICE_WORDS, self.words))
+        return scheme.assessment(self.k, w["moduli"], w["bits"], w["reason"], (w["a_lost"], w["b_lost"]),
+                                 (w["a_span"], w["b_span"]), w["wide_operand"], w["wide_line"], MAX_BITS,
+                                 MAX_MODULI)
+
+
 RESIDUE_BLOCK_LINES = 64  # lines a block of int8_residues.cu covers
 
 
-def residues(x: mx.array, stats: mx.array, s: int, bits: int, lines_per_tile: int, stream=None) -> mx.array:
+def residues(x: mx.array, stats: mx.array, choice: mx.array, s_max: int, lines_per_tile: int,
+             stream=None) -> mx.array:
     """int8 residues of x's rows (lines x K, any strides; ``stats``: their
-    line_stats) for the first s moduli, each line scaled to a 2-norm of at
-    most 2^bits, in swizzled tiles of ``lines_per_tile`` rows
-    (sgemm/int8_tiles.cuh), flat."""
+    line_stats) for the choice's moduli (room for ``s_max``), each line scaled
+    to a 2-norm of at most 2^bits, in swizzled tiles of ``lines_per_tile``
+    rows (sgemm/int8_tiles.cuh), flat."""
     lines, k = x.shape
     tiles, k_tiles = -(-lines // lines_per_tile), max(1, -(-k // K_TILE))
-    params = _int32([lines, k, lines_per_tile, tiles, k_tiles, s, reduction_steps(bits), bits,
-                     *_moduli.MODULI[:s]])
-    size = s * tiles * lines_per_tile * k_tiles * K_TILE
+    params = _int32([lines, k, lines_per_tile, tiles, k_tiles, *_moduli.MODULI[:s_max]])
+    size = s_max * tiles * lines_per_tile * k_tiles * K_TILE
     blocks = tiles * lines_per_tile // RESIDUE_BLOCK_LINES * k_tiles
-    return _launch(specs.cuda_int8_residues(), [x, stats, params], (size,), mx.int8, blocks * 256, stream)
+    return _launch(specs.cuda_int8_residues(), [x, stats, choice, params], (size,), mx.int8, blocks * 256,
+                   stream)
 
 
-def products(ra: mx.array, rb: mx.array, m: int, n: int, k: int, s: int, stream=None) -> mx.array:
-    """int8 [s, M, Np]: per modulus, (RA_i RB_i^T) mod p_i, symmetric; Np is
-    N padded to the products' tile (its last columns are padding)."""
+def products(ra: mx.array, rb: mx.array, choice: mx.array, m: int, n: int, k: int, s_max: int,
+             stream=None) -> mx.array:
+    """int8 [s_max, M, Np]: per modulus of the choice, (RA_i RB_i^T) mod p_i,
+    symmetric; Np is N padded to the products' tile (its last columns are
+    padding). Moduli past the choice's are not written."""
     spec = specs.cuda_int8_products()
     tiles_m, tiles_n = -(-m // spec.block_m), -(-n // spec.block_n)
     np_ = tiles_n * spec.block_n
     k_tiles = max(1, -(-k // K_TILE))
-    params = _int32([m, n, np_, k_tiles, tiles_m, tiles_n, s, *_moduli.MODULI[:s]])
-    return _launch(spec, [ra, rb, params], (s, m, np_), mx.int8,
-                   s * tiles_m * tiles_n * spec.threadgroup[0], stream)
+    params = _int32([m, n, np_, k_tiles, tiles_m, tiles_n, *_moduli.MODULI[:s_max]])
+    return _launch(spec, [ra, rb, choice, params], (s_max, m, np_), mx.int8,
+                   s_max * tiles_m * tiles_n * spec.threadgroup[0], stream)
+
+
+def fallback_product(a: mx.array, b: mx.array, choice: mx.array, a_stats: mx.array, b_stats: mx.array,
+                     stream=None) -> mx.array:
+    """float32 a @ b by tile_threads, only in the tiles the scheme does not
+    give (every tile when the choice has no moduli; else those whose lines hold
+    an Inf or NaN): the rest of the result is never written, and never read."""
+    return launcher.launch(specs.cuda_int8_fallback(), a, b, stream, choice=choice, a_stats=a_stats,
+                           b_stats=b_stats)
+
+
+@functools.lru_cache(maxsize=32)
+def crt_table(s_max: int) -> tuple[int, ...]:
+    """The CRT constants of 1, 2, .., s_max moduli in turn, as int32 words
+    (:func:`crt_words` each): s's start 2 (s - 1)(s + 3) words in."""
+    return tuple(w for s in range(1, s_max + 1) for w in crt_words(s))
 
 
 def crt_words(s: int) -> tuple[int, ...]:
@@ -109,52 +176,52 @@ def crt_words(s: int) -> tuple[int, ...]:
     return struct.unpack(f"<{2 * len(values)}i", struct.pack(f"<{len(values)}d", *values))
 
 
-def reconstruct(q: mx.array, a_stats: mx.array, b_stats: mx.array, a: mx.array, bt: mx.array,
-                s: int, bits: int, stream=None) -> mx.array:
+def reconstruct(q: mx.array, a_stats: mx.array, b_stats: mx.array, choice: mx.array, direct: mx.array,
+                n: int, stream=None) -> mx.array:
     """float32 M x N from the residue products (CRT, unscaling by the lines'
-    shifts, worked out from their statistics)."""
-    _, m, np_ = q.shape
-    n, k = bt.shape
-    params = _int32([m, n, np_, k, s, bits])
-    return _launch(specs.cuda_int8_reconstruct(), [q, a_stats, b_stats, _int32(crt_words(s)), a, bt, params],
+    shifts, worked out from their statistics), the fallback's ``direct``
+    outputs where the scheme gives none."""
+    s_max, m, np_ = q.shape
+    params = _int32([m, n, np_])
+    return _launch(specs.cuda_int8_reconstruct(),
+                   [q, a_stats, b_stats, _int32(crt_table(s_max)), choice, direct, params],
                    (m, n), mx.float32, m * (np_ // RECONSTRUCT_COLUMNS), stream)
 
 
 class Operands:
-    """A product's operands as the kernels read them, A (M x K) and B^T (N x K)
-    as views (no copies: the kernels take any strides), and their lines'
-    statistics (line_stats), made once per call."""
+    """A product's operands as the kernels read them, A (M x K), B (K x N) and
+    B^T (N x K) as views (no copies: the kernels take any strides), their
+    lines' statistics (line_stats) and the device's choice from them, made
+    once per call. Nothing here waits for the GPU."""
 
     def __init__(self, a: mx.array, b: mx.array, stream=None):
-        self.a, self.bt = a, b.T
+        self.a, self.b, self.bt = a, b, b.T
         self.a_stats, self.b_stats = line_stats(self.a, stream), line_stats(self.bt, stream)
+        m, k = a.shape
+        self.choice = choose(self.a_stats, self.b_stats, m, b.shape[1], k, stream)
 
-    def lines(self):
-        """scheme.line_exponents of A's and B^T's finite lines, read back to
-        the host (the pre-pass's one synchronization)."""
-        out = []
-        for stats, x in ((self.a_stats, self.a), (self.b_stats, self.bt)):
-            top, total, low, norm_exp = np.array(stats)
-            finite = np.isfinite(top)
-            out.append(scheme.line_exponents(top[finite], total[finite], low[finite], norm_exp[finite], x.shape[1]))
-        return out
+    def assessment(self) -> scheme.Assessment:
+        """The choice, read back (a synchronization)."""
+        return Choice.read(self.choice, self.a.shape[1]).assessment()
 
 
-def emulated(a: mx.array, b: mx.array, s: int, bits: int, stream=None,
-             operands: Operands | None = None) -> mx.array:
-    """float32 a @ b (2-D float32) by the scheme with s moduli, each line of A
-    and of B^T scaled to a 2-norm of at most 2^bits (``operands``: a and b as
-    the pre-pass prepared them)."""
+def emulated(a: mx.array, b: mx.array, s: int | None = None, stream=None,
+             operands: Operands | None = None, bits: int | None = None) -> mx.array:
+    """float32 a @ b (2-D float32) by the scheme: with the device's choice of
+    moduli and bits (``s`` None), or with s moduli and the bits they carry (or
+    ``bits``). ``operands``: a and b as prepared for the choice."""
     m, k = a.shape
     n = b.shape[1]
     _moduli.check_k(k)
     if min(m, n, k) == 0:
         return mx.zeros((m, n), dtype=mx.float32, stream=stream)
     x = operands or Operands(a, b, stream)
-    ra = residues(x.a, x.a_stats, s, bits, specs.RESIDUE_TILE_M, stream)
-    rb = residues(x.bt, x.b_stats, s, bits, specs.RESIDUE_TILE_N, stream)
-    q = products(ra, rb, m, n, k, s, stream)
-    return reconstruct(q, x.a_stats, x.b_stats, x.a, x.bt, s, bits, stream)
+    choice, s_max = (x.choice, MAX_MODULI) if s is None else (fixed_choice(k, s, bits), s)
+    ra = residues(x.a, x.a_stats, choice, s_max, specs.RESIDUE_TILE_M, stream)
+    rb = residues(x.bt, x.b_stats, choice, s_max, specs.RESIDUE_TILE_N, stream)
+    q = products(ra, rb, choice, m, n, k, s_max, stream)
+    direct = fallback_product(x.a, x.b, choice, x.a_stats, x.b_stats, stream)
+    return reconstruct(q, x.a_stats, x.b_stats, choice, direct, n, stream)
 
 
 def int8_ops(m: int, n: int, k: int, s: int) -> float:

@@ -3,20 +3,24 @@ INT8 tensor cores by Ozaki scheme II (Ozaki, Uchino, Imamura, arXiv
 2504.08009; GEMMul8), and :func:`assess`, which says what it will do.
 
 How many moduli: by default a pre-pass reads each row of A and column of B
-(one kernel: largest, total and smallest magnitudes and the 2-norm; read back
-to the host, the one synchronization of the op) and asks that every line's
-typical entry keep :func:`~mlx_sgemm.emulation.scheme.default_target_bits`
-bits once the line is scaled to its 2-norm bound, and that its smallest
-nonzero entry stay nonzero (:func:`mlx_sgemm.emulation.scheme.decide`); the
-moduli follow (:func:`mlx_sgemm.emulation.moduli.moduli_for`). Where that is
-more than the path carries, K is past the int32 bound, or the GPU cannot run
-it, the product goes to another kernel instead (:func:`fallback`), and
-:func:`assess` says why. ``moduli=s`` skips the pre-pass (no
-synchronization) and uses s moduli with the bits they carry.
+(one kernel: largest, total and smallest magnitudes and the 2-norm) and asks
+that every line's typical entry keep
+:func:`~mlx_sgemm.emulation.scheme.default_target_bits` bits once the line is
+scaled to its 2-norm bound, and that its smallest nonzero entry stay nonzero
+(:func:`mlx_sgemm.emulation.scheme.decide`); the moduli follow
+(:func:`mlx_sgemm.emulation.moduli.moduli_for`). On the GPU that choice is
+made on the device (kernels/cuda/int8_choice.cu) and read there by the kernels
+after it, so the op never waits for the GPU (it runs inside ``mx.compile`` and
+CUDA graphs like any op); where the choice needs more moduli than the path
+carries, the float32 fallback (``tile_threads``) computes the product in the
+same queue. :func:`assess` reads the choice back and says what was done and
+why. Where K is past the int32 bound or the GPU cannot run the scheme, the
+product goes to another kernel instead (:func:`fallback`). ``moduli=s`` skips
+the choice and uses s moduli with the bits they carry.
 
 Rows of A and columns of B that hold Inf or NaN do not stop the emulation:
-the outputs they touch are computed in float32, so Inf and NaN land where
-``mx.matmul`` puts them.
+the outputs they touch are computed in float32 (the same fallback, in their
+tiles alone), so Inf and NaN land where ``mx.matmul`` puts them.
 """
 
 from __future__ import annotations
@@ -37,38 +41,44 @@ def _path(stream) -> str:
     return "numpy" if backend == device.CPU_FALLBACK else "fallback"
 
 
+_NO_LINES = (np.zeros(0, np.int64),) * 3  # line_exponents of no lines
+
+
 def _fixed(k: int, moduli: int) -> scheme.Assessment:
     """The choice when the caller names the moduli: the bits they carry at K."""
     if not 1 <= moduli <= len(_moduli.MODULI):
         raise ValueError(f"moduli must be 1..{len(_moduli.MODULI)}, got {moduli}")
-    no_lines = (np.zeros(0, np.int64),) * 3
     if k > _moduli.INT32_EXACT_K:
-        return scheme.decide(k, no_lines, no_lines)
+        return scheme.decide(k, _NO_LINES, _NO_LINES)
     bits = _moduli.bits_for(max(k, 1), moduli)
     reason = None if 1 <= bits <= gpu.MAX_BITS else f"{moduli} moduli keep {bits} bits a side at K={k}"
     return scheme.Assessment(k=k, bits=bits, moduli=moduli if reason is None else None, a_lost_bits=0,
                              b_lost_bits=0, a_span=0, b_span=0, wide=None, reason=reason)
 
 
-def _decide(a: mx.array, b: mx.array, moduli: int | None, path: str, stream):
-    """The emulation's choice for one 2-D float32 product, and the operands
-    as the GPU kernels read them (None on the other paths)."""
+_NOT_HERE = "the INT8 emulation runs on Hopper GPUs (wgmma) and on the CPU; this device has neither"
+
+
+def _host_verdict(a: mx.array, b: mx.array, moduli: int | None, path: str) -> scheme.Assessment | None:
+    """The choice where the host makes it: named moduli, K past the int32
+    bound, a device without the path, or the CPU's numpy reference (which
+    reads the operands). None: the device makes it (the GPU path)."""
     k = a.shape[1]
-    operands = gpu.Operands(a, b, stream) if path == "wgmma" and k <= _moduli.INT32_EXACT_K else None
     if moduli is not None:
         verdict = _fixed(k, moduli)
-    elif operands is not None:
-        verdict = scheme.decide(k, *operands.lines(), max_bits=gpu.MAX_BITS)
+    elif k > _moduli.INT32_EXACT_K:
+        verdict = scheme.decide(k, _NO_LINES, _NO_LINES)
+    elif path == "wgmma":
+        return None
+    elif path == "numpy":
+        lines = [scheme.line_exponents(*scheme.line_extremes(x, axis), x.shape[axis])
+                 for x, axis in ((np.array(a), 1), (np.array(b), 0))]
+        verdict = scheme.decide(k, *lines, max_bits=gpu.MAX_BITS, max_moduli=gpu.MAX_MODULI)
     else:
-        lines = []
-        for x, axis in ((np.array(a), 1), (np.array(b), 0)):
-            finite = np.isfinite(x).all(axis=axis)
-            lines.append(scheme.line_exponents(*(v[finite] for v in scheme.line_extremes(x, axis)), x.shape[axis]))
-        verdict = scheme.decide(k, *lines, max_bits=gpu.MAX_BITS)
+        verdict = scheme.decide(k, _NO_LINES, _NO_LINES)
     if verdict.reason is None and path == "fallback":
-        verdict = scheme.Assessment(**{**verdict.__dict__, "moduli": None, "reason": (
-            "the INT8 emulation runs on Hopper GPUs (wgmma) and on the CPU; this device has neither")})
-    return verdict, operands
+        verdict = scheme.Assessment(**{**verdict.__dict__, "moduli": None, "reason": _NOT_HERE})
+    return verdict
 
 
 def _as_2d_products(a: mx.array, b: mx.array, stream) -> tuple:
@@ -92,10 +102,10 @@ def _as_2d_products(a: mx.array, b: mx.array, stream) -> tuple:
 
 
 def assess(a: mx.array, b: mx.array, moduli: int | None = None, *, stream=None) -> list[scheme.Assessment]:
-    """What :func:`int8_emulated` decides for each 2-D product of ``a @ b``:
-    the moduli and bits a side, or (``reason``) why it computes with
-    ``matmul`` instead. Runs the pre-pass (a synchronization) unless
-    ``moduli`` is given."""
+    """What :func:`int8_emulated` does for each 2-D product of ``a @ b``: the
+    moduli and bits a side, or (``reason``) why the product is computed by
+    another kernel. On the GPU this runs the pre-pass and reads its choice
+    back (a synchronization; the op itself never does)."""
     stream = device.canonical(stream)
     p, pairs = _as_2d_products(a, b, stream)
     if 0 in (p.M, p.N, p.K):
@@ -103,7 +113,7 @@ def assess(a: mx.array, b: mx.array, moduli: int | None = None, *, stream=None) 
                                   b_span=0, wide=None, reason="an empty product: zeros, nothing to emulate")
                 for _ in pairs]
     path = _path(stream)
-    return [_decide(x, y, moduli, path, stream)[0] for x, y in pairs]
+    return [_host_verdict(x, y, moduli, path) or gpu.Operands(x, y, stream).assessment() for x, y in pairs]
 
 
 def fallback(verdict: scheme.Assessment):
@@ -143,11 +153,13 @@ def int8_emulated(a: mx.array, b: mx.array, moduli: int | None = None, *, stream
             pre-pass (see :mod:`mlx_sgemm.emulation.op`).
         stream: stream or device.
 
-    On a Hopper GPU: three kernels (residues, INT8 wgmma products reduced
-    modulo each p_i, the CRT). On the CPU: the numpy reference of the same
+    On a Hopper GPU: the kernels of :mod:`mlx_sgemm.emulation.gpu` (the
+    pre-pass and choice, residues, INT8 wgmma products reduced modulo each
+    p_i, the float32 fallback's tiles, the CRT). On the CPU: the numpy reference of the same
     steps (the same result, bit for bit). Elsewhere, and where
-    :func:`assess` gives a reason, the kernel :func:`fallback` names. Not differentiable yet, and not
-    inside ``mx.compile`` when ``moduli`` is None (the pre-pass reads back).
+    :func:`assess` gives a reason, the kernel :func:`fallback` names. Not
+    differentiable yet. On the GPU it never waits for the GPU: the choice of
+    moduli is made and read on the device.
     """
     stream = device.canonical(stream)
     dtype = mx.result_type(a, b)
@@ -157,12 +169,14 @@ def int8_emulated(a: mx.array, b: mx.array, moduli: int | None = None, *, stream
     path = _path(stream)
     results = []
     for x, y in pairs:
-        verdict, operands = _decide(x, y, moduli, path, stream)
-        if verdict.reason is not None:
+        verdict = _host_verdict(x, y, moduli, path)
+        if verdict is None:  # the GPU path: the device chooses, the fallback included
+            results.append(gpu.emulated(x, y, stream=stream))
+        elif verdict.reason is not None:
             results.append(fallback(verdict)(x, y, stream=stream))
         elif path == "numpy":
             results.append(_numpy_product(x, y, verdict))
         else:
-            results.append(gpu.emulated(x, y, verdict.moduli, verdict.bits, stream, operands))
+            results.append(gpu.emulated(x, y, verdict.moduli, stream))
     c = results[0] if len(results) == 1 else mx.stack(results)  # no batch: no copy into a stack
     return c.reshape(p.out_shape).astype(dtype, stream=stream)

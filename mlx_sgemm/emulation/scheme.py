@@ -21,12 +21,14 @@ specification of the GPU path, step by step.
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import moduli as _moduli
+
 
 def default_target_bits(k: int) -> int:
     """Bits of each line's typical entry to keep (scheme.decide adds how far
@@ -101,17 +103,19 @@ def line_extremes(x: np.ndarray, axis: int) -> tuple[np.ndarray, ...]:
 
 def line_exponents(top_val: np.ndarray, total: np.ndarray, low_val: np.ndarray, norm_exp: np.ndarray,
                    k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """From :func:`line_extremes`: each line's norm exponent, its lost bits
-    (how far below its norm bound its typical entry lies: ceil(norm_exp -
-    log2(sum |x| / K)), 0 for an all-zero line) and its span (norm_exp -
-    floor(log2) of its smallest nonzero magnitude: the bits that entry needs
-    to stay nonzero)."""
+    """From :func:`line_extremes`: each line's norm exponent n, its lost bits
+    (how far below its norm bound its typical entry lies: n - floor(log2(sum
+    |x| / K)), exactly, by frexp) and its span (n - floor(log2) of its
+    smallest nonzero magnitude: the bits that entry needs to stay nonzero).
+    Both are 0 for a line of zeros and for a line holding an Inf or NaN (its
+    outputs are computed in float32, whatever the scaling)."""
     top_val, total, low_val, norm_exp = (np.asarray(v, np.float64) for v in (top_val, total, low_val, norm_exp))
-    zero = ~(top_val > 0)
+    zero = ~(top_val > 0) | ~np.isfinite(top_val)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        lost = np.where(zero | ~(total > 0), 0, np.ceil(norm_exp - np.log2(np.where(zero, 1.0, total) / k)))
-        low = np.frexp(np.where(zero | ~np.isfinite(low_val), 1.0, low_val))[1] - 1
-    span = np.where(zero | ~np.isfinite(low_val), 0, norm_exp - low)
+        mean_exp = np.frexp(np.where(zero | ~(total > 0), 1.0, total / k))[1] - 1
+        low_exp = np.frexp(np.where(zero | ~np.isfinite(low_val), 1.0, low_val))[1] - 1
+    lost = np.where(zero | ~(total > 0), 0, norm_exp - mean_exp)
+    span = np.where(zero | ~np.isfinite(low_val), 0, norm_exp - low_exp)
     return norm_exp.astype(np.int64), np.maximum(lost, 0).astype(np.int64), np.maximum(span, 0).astype(np.int64)
 
 
@@ -140,48 +144,68 @@ def assess(a: np.ndarray, b: np.ndarray, target_bits: int | None = None,
     return decide(k, _exponents(a, 1), _exponents(b, 0), target_bits, max_moduli)
 
 
+class Reason(enum.IntEnum):
+    """Why :func:`decide` does not emulate a product, as a code (the device's
+    choice, kernels/cuda/int8_choice.cu, writes it)."""
+
+    NONE = 0
+    TOO_MANY_BITS = 1  # more bits a side than the path carries
+    TOO_MANY_MODULI = 2  # more moduli than the path (or the table) has
+
+
 def decide(k: int, a_lines, b_lines, target_bits: int | None = None,
            max_moduli: int = len(_moduli.MODULI), max_bits: int | None = None) -> Assessment:
     """:func:`assess`'s choice from each operand's :func:`line_exponents`
-    (A's rows, B's columns; finite lines only). ``max_bits``: the most bits a
-    side the caller can carry (the GPU path's residue steps); more is a reason
-    to fall back."""
-    fields = dict(k=k, a_lost_bits=0, b_lost_bits=0, a_span=0, b_span=0, wide=None)
+    (A's rows, B's columns). ``max_bits``: the most bits a side the caller can
+    carry (the GPU path's residue steps); more is a reason to fall back. The
+    GPU makes the same choice from the same statistics on the device
+    (kernels/cuda/int8_choice.cu)."""
     if target_bits is None:
         target_bits = default_target_bits(k)
     if k > _moduli.INT32_EXACT_K:
-        return Assessment(bits=0, moduli=None, reason=(
-            f"K={k} is past the int32-exactness bound of the INT8 products "
-            f"(K <= {_moduli.INT32_EXACT_K}); K must be split"), **fields)
+        return Assessment(k=k, bits=0, moduli=None, a_lost_bits=0, b_lost_bits=0, a_span=0, b_span=0,
+                          wide=None, reason=(
+                              f"K={k} is past the int32-exactness bound of the INT8 products "
+                              f"(K <= {_moduli.INT32_EXACT_K}); K must be split"))
     _, a_lost, a_span = a_lines
     _, b_lost, b_span = b_lines
-    worst = lambda v: int(v.max()) if v.size else 0  # noqa: E731
-    fields.update(a_lost_bits=worst(a_lost), b_lost_bits=worst(b_lost),
-                  a_span=worst(a_span), b_span=worst(b_span))
-    bits = target_bits + max(fields["a_lost_bits"], fields["b_lost_bits"])
-    spans = (("a", "row", a_span), ("b", "column", b_span))
-    for name, line, span in spans:
-        if span.size and span.max() + 1 > bits:
-            fields["wide"] = f"{line} {int(span.argmax())} of {name} spans 2^{int(span.max())}"
-    bits = max(bits, fields["a_span"] + 1, fields["b_span"] + 1)
+    worst = lambda v: int(v.max()) if v.size else 0
+    lost = (worst(a_lost), worst(b_lost))
+    spans = (worst(a_span), worst(b_span))
+    needed = target_bits + max(lost)
+    wide_operand, wide_line = 0, -1
+    for operand, span in ((1, a_span), (2, b_span)):  # B named when both are wide
+        if span.size and span.max() + 1 > needed:
+            wide_operand, wide_line = operand, int(span.argmax())
+    bits, moduli, reason = max(needed, max(spans) + 1), 0, Reason.NONE
     if max_bits is not None and bits > max_bits:
-        why = fields["wide"] or f"the rows and columns need {bits} bits a side"
-        return Assessment(bits=bits, moduli=None, reason=(
-            f"{why}: {bits} bits a side, more than the {max_bits} this path carries"), **fields)
-    try:
-        s = _moduli.moduli_for(max(k, 1), bits)
-    except ValueError:
-        s = None
-    if s is None or s > max_moduli:
-        why = fields["wide"] or f"the rows and columns need {bits} bits a side"
-        return Assessment(bits=bits, moduli=None, reason=(
-            f"{why}: keeping {bits} bits a side at K={k} takes more than {max_moduli} moduli"),
-            **fields)
-    # Keep all the bits the s moduli carry at this K: more accuracy, no cost.
-    carried = _moduli.bits_for(max(k, 1), s)
-    if max_bits is not None:
-        carried = min(carried, max_bits)
-    return Assessment(bits=max(bits, carried), moduli=s, reason=None, **fields)
+        reason = Reason.TOO_MANY_BITS
+    else:
+        moduli = next((s for s in range(1, len(_moduli.MODULI) + 1) if _moduli.bits_for(max(k, 1), s) >= bits), 0)
+        if moduli == 0 or moduli > max_moduli:
+            moduli, reason = 0, Reason.TOO_MANY_MODULI
+        else:  # Keep all the bits the moduli carry at this K: more accuracy, no cost.
+            carried = _moduli.bits_for(max(k, 1), moduli)
+            bits = max(bits, carried if max_bits is None else min(carried, max_bits))
+    return assessment(k, moduli, bits, reason, lost, spans, wide_operand, wide_line, max_bits, max_moduli)
+
+
+def assessment(k: int, moduli: int, bits: int, reason: int, lost: tuple[int, int], spans: tuple[int, int],
+               wide_operand: int, wide_line: int, max_bits: int | None, max_moduli: int) -> Assessment:
+    """The :class:`Assessment` of a choice given as numbers (:func:`decide`'s,
+    or the device's words, mlx_sgemm.emulation.gpu.Choice), its reason in words."""
+    wide = None
+    if wide_operand:
+        name, line = (("a", "row"), ("b", "column"))[wide_operand - 1]
+        wide = f"{line} {wide_line} of {name} spans 2^{spans[wide_operand - 1]}"
+    why = wide or f"the rows and columns need {bits} bits a side"
+    text = {
+        Reason.NONE: None,
+        Reason.TOO_MANY_BITS: f"{why}: {bits} bits a side, more than the {max_bits} this path carries",
+        Reason.TOO_MANY_MODULI: f"{why}: keeping {bits} bits a side at K={k} takes more than {max_moduli} moduli",
+    }[Reason(reason)]
+    return Assessment(k=k, bits=bits, moduli=moduli or None, a_lost_bits=lost[0], b_lost_bits=lost[1],
+                      a_span=spans[0], b_span=spans[1], wide=wide, reason=text)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 import mlx_sgemm
+from mlx_sgemm import ops
+from mlx_sgemm.build import launcher
 from mlx_sgemm.dispatch import device
 from mlx_sgemm.emulation import gpu, moduli, op, residue_gemm, scheme
 
@@ -62,7 +64,7 @@ def test_pipeline_is_the_reference_bit_for_bit(m, n, k, s):
     rng = np.random.default_rng(m + n + k + s)
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
-    got = gpu.emulated(mx.array(a), mx.array(b), s, moduli.bits_for(k, s))
+    got = gpu.emulated(mx.array(a), mx.array(b), s)
     want, _ = scheme.emulate(a, b, moduli=s)
     assert np.array_equal(np.array(got), want)
 
@@ -76,7 +78,7 @@ def test_wgmma_products_at_the_int32_bound():
     a = np.full((3, k), -1.0, np.float32)
     b = np.full((k, 5), -1.0, np.float32)
     assert np.all(scheme.scale(a, b, 16).a == -128)
-    got = np.array(gpu.emulated(mx.array(a), mx.array(b), 8, 16))
+    got = np.array(gpu.emulated(mx.array(a), mx.array(b), 8, bits=16))
     assert np.array_equal(got, scheme.emulate(a, b, moduli=8, bits=16)[0])
 
 
@@ -122,6 +124,83 @@ def test_accuracy_against_float32_sgemm(kind, k):
     # K = 31: ~1e-5 of (|A||B|)_ij against float32's ~3e-7); bounded here,
     # and reported by benchmarks/int8_emulation.py.
     assert componentwise <= 1e-4, (verdict, componentwise, ref_componentwise)
+
+
+def _operands(kind, m, n, k, rng):
+    """Inputs for the choice: normal, GEMMul8's, 1e30 next to 1e-30, lines of
+    zeros and of Inf / NaN, one row far wider than the rest."""
+    if kind.startswith("phi"):
+        return hard((m, k), float(kind[3:]), rng), hard((k, n), float(kind[3:]), rng)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    if kind == "1e30 next to 1e-30":
+        a[::3, ::2] *= np.float32(1e30)
+        a[1::3, 1::2] *= np.float32(1e-30)
+        b[::2, ::5] *= np.float32(1e-30)
+    elif kind == "zero and non-finite lines":
+        a[4], b[:, 9] = 0.0, 0.0
+        a[7, -1], b[0, 3] = np.inf, np.nan
+    elif kind == "one wide row":
+        a[11, 0] *= np.float32(2.0**-40)
+    return a, b
+
+
+@hopper
+@pytest.mark.parametrize("kind", ["normal", "phi1", "phi4", "1e30 next to 1e-30", "zero and non-finite lines",
+                                  "one wide row"])
+@pytest.mark.parametrize("k", [1, 31, 4096])
+def test_the_device_chooses_as_scheme_decide(kind, k):
+    """kernels/cuda/int8_choice.cu, read back, is scheme.decide's answer on
+    the same line statistics: moduli, bits, reason, lost bits, spans, the wide line."""
+    a, b = _operands(kind, 150, 90, k, np.random.default_rng(k))
+    x = gpu.Operands(mx.array(a), mx.array(b))
+    lines = [scheme.line_exponents(*np.array(stats).astype(np.float64), k) for stats in (x.a_stats, x.b_stats)]
+    want = scheme.decide(k, *lines, max_bits=gpu.MAX_BITS, max_moduli=gpu.MAX_MODULI)
+    assert x.assessment() == want
+
+
+@hopper
+def test_a_product_the_scheme_cannot_carry_is_tile_threads_on_the_device():
+    """Rows spanning more bits than the path carries: the device's choice has
+    no moduli, and the result is tile_threads' product bit for bit, every
+    output written (NaN-poisoned outputs), queued without a read-back."""
+    rng = np.random.default_rng(8)
+    a, b = _operands("1e30 next to 1e-30", 300, 270, 500, rng)
+    x, y = mx.array(a), mx.array(b)
+    verdict = op.assess(x, y)[0]
+    assert verdict.moduli is None and verdict.wide, verdict
+    with launcher.poisoned_outputs():
+        got, want = mlx_sgemm.int8_emulated(x, y), ops.tile_threads(x, y)
+        assert np.array_equal(np.array(got), np.array(want))
+
+
+@hopper
+def test_non_finite_lines_take_the_fallbacks_outputs():
+    """The outputs of lines with an Inf or NaN are tile_threads' (their tiles
+    alone computed by it); every other output is the reference's bit for bit."""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((300, 200)).astype(np.float32)
+    b = rng.standard_normal((200, 520)).astype(np.float32)
+    a[5, 3], b[7, 400] = np.inf, np.nan
+    x, y = mx.array(a), mx.array(b)
+    verdict = op.assess(x, y)[0]
+    with launcher.poisoned_outputs():
+        got, threads = np.array(mlx_sgemm.int8_emulated(x, y)), np.array(ops.tile_threads(x, y))
+    bad = np.zeros(got.shape, bool)
+    bad[5, :], bad[:, 400] = True, True
+    assert np.array_equal(got[bad], threads[bad], equal_nan=True)
+    clean_a, clean_b = np.where(np.isfinite(a), a, 0), np.where(np.isfinite(b), b, 0)
+    want, _ = scheme.emulate(clean_a, clean_b, moduli=verdict.moduli, bits=verdict.bits)
+    assert np.array_equal(got[~bad], want[~bad])
+
+
+@hopper
+def test_runs_inside_mx_compile():
+    """The op reads nothing back: it traces under mx.compile, with the same result."""
+    rng = np.random.default_rng(10)
+    x = mx.array(rng.standard_normal((130, 300)).astype(np.float32))
+    y = mx.array(rng.standard_normal((300, 70)).astype(np.float32))
+    assert np.array_equal(np.array(mx.compile(mlx_sgemm.int8_emulated)(x, y)),
+                          np.array(mlx_sgemm.int8_emulated(x, y)))
 
 
 @hopper

@@ -19,9 +19,8 @@ namespace sgemm {
 // when the array does, 16 KB and 32 KB being multiples of 1024).
 constexpr int RESIDUE_K_TILE = 128;  // bytes of K per tile row
 // A line's power-of-two shift when it holds an Inf or NaN: its residues are
-// zeros and the outputs it touches are recomputed in float32
-// (int8_reconstruct.cu), so that they are mx.matmul's (mlx_sgemm/emulation/gpu.py
-// writes it too).
+// zeros and the outputs it touches are the float32 fallback's
+// (int8_reconstruct.cu), so that they are mx.matmul's.
 constexpr int NON_FINITE_LINE = -2147483647 - 1;
 __device__ inline int swizzled_offset(int r, int k_byte) {
   return r * RESIDUE_K_TILE + (((k_byte / 16) ^ (r % 8)) * 16) + k_byte % 16;
@@ -32,14 +31,47 @@ __device__ inline int64_t residue_tile_offset(int modulus, int tile, int k_tile,
          RESIDUE_K_TILE;
 }
 
+// The emulation's choice for one product, int32 words that int8_choice.cu
+// writes on the device and the other kernels read, so that no value of the
+// data travels to the host between them (mlx_sgemm.emulation.gpu.Choice reads
+// them back when asked): how many moduli (0: the product is not emulated, the
+// float32 fallback computes every output), the bits a side, why not (a
+// mlx_sgemm.emulation.scheme.Reason), and what the pre-pass found
+// (scheme.Assessment's fields; the wide operand 0 for none, 1 for A, 2 for B).
+enum ChoiceWord {
+  CHOICE_MODULI, CHOICE_BITS, CHOICE_REASON, CHOICE_A_LOST, CHOICE_B_LOST, CHOICE_A_SPAN,
+  CHOICE_B_SPAN, CHOICE_WIDE_OPERAND, CHOICE_WIDE_LINE, CHOICE_WORDS
+};
+// The steps sgemm::symmetric_residue takes to reduce a line value below 2^bits.
+__device__ inline int residue_steps(int bits) { return bits <= 29 ? 1 : 2; }
+
+// Whether a line holds an Inf or NaN: its largest magnitude is not finite.
+__device__ inline bool line_is_finite(const float* stats, int line) {
+  return fabsf(stats[line]) <= 3.4028235e38f;
+}
+
+// Whether the INT8 emulation's float32 fallback (tile_threads.cu built with
+// SGEMM_EMULATION_FALLBACK) computes the rows x cols tile at (row0, col0): the
+// choice has no moduli, or a row of A or column of B (B^T's row) of the tile
+// holds an Inf or NaN. Every thread of the block calls it (a barrier).
+__device__ inline bool fallback_computes_tile(const int* choice, const float* a_stats, int M,
+                                              const float* b_stats, int N, int row0, int col0,
+                                              int rows, int cols) {
+  bool non_finite = false;
+  for (int i = threadIdx.x; i < rows + cols; i += blockDim.x) {
+    non_finite |= i < rows ? row0 + i < M && !line_is_finite(a_stats, row0 + i)
+                           : col0 + i - rows < N && !line_is_finite(b_stats, col0 + i - rows);
+  }
+  return __syncthreads_or(non_finite) || choice[CHOICE_MODULI] == 0;
+}
+
 // The power of two that brings line `line` to a 2-norm of at most 2^bits,
 // from its statistics (stats: [4][lines], int8_line_stats.cu: largest
 // magnitude, sum, smallest nonzero, norm exponent): bits - norm exponent, or
 // NON_FINITE_LINE where the line holds an Inf or NaN (a largest magnitude
 // that is not finite). mlx_sgemm.emulation.scheme.line_shifts in numpy.
 __device__ inline int line_shift(const float* stats, int lines, int line, int bits) {
-  const float top = stats[line];
-  if (!(fabsf(top) <= 3.4028235e38f)) return NON_FINITE_LINE;
+  if (!line_is_finite(stats, line)) return NON_FINITE_LINE;
   return bits - static_cast<int>(stats[3 * lines + line]);
 }
 

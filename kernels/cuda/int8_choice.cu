@@ -1,0 +1,103 @@
+#include "sgemm/int8_tiles.cuh"
+// Chapter 7, the INT8 emulation's choice, made on the device: from every line's
+// statistics (int8_line_stats.cu, A's rows and B^T's rows), the bits a side and
+// the number of moduli, or why the product is not emulated: the rule of
+// mlx_sgemm.emulation.scheme.decide, word for word (the GPU tests hold the two
+// to the same answer). Made here rather than on the host so that the op never
+// waits for the GPU: the residues, products and reconstruction kernels read
+// the choice (sgemm::ChoiceWord) where they run, and a product the scheme
+// cannot carry is computed by the float32 fallback, all queued at once.
+//
+// Per finite line (one holding an Inf or NaN is left out: its outputs come
+// from the fallback), with n its norm exponent:
+//   lost = n - floor(log2(sum |x| / K))  (how far its mean entry lies below its
+//          norm bound; 0 for a line of zeros),
+//   span = n - floor(log2(smallest nonzero |x|))  (the bits that entry needs).
+// Then bits = target + the largest lost of either operand; an operand whose
+// widest span needs more is "wide" (B named when both are), and bits rise to
+// every span + 1; the moduli are the fewest whose bound carries that many bits
+// (bits_for, from the host's table), and the bits all that they carry.
+//
+// One block of 1024 threads, a line a thread at a time. params: M, N, K,
+// target bits, the most bits a side the path carries, the most moduli, then
+// bits_for(K, s) for s = 1..20.
+constexpr int TABLE = 20;
+const int lines_of[2] = {params[0], params[1]};
+const int K = params[2], target = params[3], max_bits = params[4], max_moduli = params[5];
+const int* const bits_for = params + 6;
+const float* const stats_of[2] = {a_stats, b_stats};
+
+// A finite line's lost bits and span (0 and 0 for a line of zeros).
+auto line_bits = [&](int operand, int line, int& lost, int& span) {
+  const float* const stats = stats_of[operand];
+  const int lines = lines_of[operand];
+  const float top = stats[line], total = stats[lines + line], low = stats[2 * lines + line];
+  const int norm_exp = static_cast<int>(stats[3 * lines + line]);
+  int e;
+  lost = span = 0;
+  if (!(top > 0.0f)) return;
+  if (total > 0.0f) {
+    frexp(static_cast<double>(total) / K, &e);
+    lost = max(norm_exp - (e - 1), 0);
+  }
+  if (low <= 3.4028235e38f) {
+    frexp(static_cast<double>(low), &e);
+    span = max(norm_exp - (e - 1), 0);
+  }
+};
+
+__shared__ int worst_lost[2], worst_span[2], first_widest[2];
+if (threadIdx.x < 2) worst_lost[threadIdx.x] = worst_span[threadIdx.x] = 0;
+if (threadIdx.x < 2) first_widest[threadIdx.x] = 2147483647;
+__syncthreads();
+for (int operand = 0; operand < 2; ++operand) {
+  int lost_here = 0, span_here = 0;
+  for (int line = threadIdx.x; line < lines_of[operand]; line += blockDim.x) {
+    if (!sgemm::line_is_finite(stats_of[operand], line)) continue;
+    int lost, span;
+    line_bits(operand, line, lost, span);
+    lost_here = max(lost_here, lost), span_here = max(span_here, span);
+  }
+  atomicMax(&worst_lost[operand], lost_here);
+  atomicMax(&worst_span[operand], span_here);
+}
+__syncthreads();
+const int needed = target + max(worst_lost[0], worst_lost[1]);
+const bool wide[2] = {worst_span[0] + 1 > needed, worst_span[1] + 1 > needed};
+// The first line of the widest span, of the operand the choice names.
+const int named = wide[1] ? 1 : 0;
+if (wide[named]) {
+  for (int line = threadIdx.x; line < lines_of[named]; line += blockDim.x) {
+    if (!sgemm::line_is_finite(stats_of[named], line)) continue;
+    int lost, span;
+    line_bits(named, line, lost, span);
+    if (span == worst_span[named]) {
+      atomicMin(&first_widest[named], line);
+      break;
+    }
+  }
+}
+__syncthreads();
+if (threadIdx.x != 0) return;
+
+int bits = max(needed, max(worst_span[0], worst_span[1]) + 1), moduli = 0, reason = 0;
+if (bits > max_bits) {
+  reason = 1;  // scheme.Reason.TOO_MANY_BITS
+} else {
+  for (int s = 1; s <= TABLE && moduli == 0; ++s)
+    if (bits_for[s - 1] >= bits) moduli = s;
+  if (moduli == 0 || moduli > max_moduli) {
+    moduli = 0, reason = 2;  // scheme.Reason.TOO_MANY_MODULI
+  } else {
+    bits = max(bits, min(bits_for[moduli - 1], max_bits));  // all the bits the moduli carry
+  }
+}
+choice[sgemm::CHOICE_MODULI] = moduli;
+choice[sgemm::CHOICE_BITS] = bits;
+choice[sgemm::CHOICE_REASON] = reason;
+choice[sgemm::CHOICE_A_LOST] = worst_lost[0];
+choice[sgemm::CHOICE_B_LOST] = worst_lost[1];
+choice[sgemm::CHOICE_A_SPAN] = worst_span[0];
+choice[sgemm::CHOICE_B_SPAN] = worst_span[1];
+choice[sgemm::CHOICE_WIDE_OPERAND] = wide[named] ? named + 1 : 0;
+choice[sgemm::CHOICE_WIDE_LINE] = wide[named] ? first_widest[named] : -1;
