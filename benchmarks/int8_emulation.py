@@ -116,7 +116,7 @@ def main() -> None:
         mx.eval(x.a_stats, x.b_stats, x.choice)
         ra = gpu.residues(x.a, x.a_stats, x.choice, s_max, specs.RESIDUE_TILE_M)
         rb = gpu.residues(x.bt, x.b_stats, x.choice, s_max, specs.RESIDUE_TILE_N)
-        q = gpu.products(ra, rb, x.choice, size, size, size, s_max)
+        q = gpu.products(ra, rb, x.choice, size, size, size, s_max, gpu.least_moduli(size))
         direct = gpu.fallback_product(x.a, x.b, x.choice, x.a_stats, x.b_stats)
         mx.eval(ra, rb, q, direct)
         phases = {
@@ -125,7 +125,8 @@ def main() -> None:
             "phase: residues of A": lambda: gpu.residues(x.a, x.a_stats, x.choice, s_max, specs.RESIDUE_TILE_M),
             "phase: residues of B (read as B^T)": lambda: gpu.residues(x.bt, x.b_stats, x.choice, s_max,
                                                                        specs.RESIDUE_TILE_N),
-            "phase: products (wgmma, mod p)": lambda: gpu.products(ra, rb, x.choice, size, size, size, s_max),
+            "phase: products (wgmma, mod p)": lambda: gpu.products(ra, rb, x.choice, size, size, size, s_max,
+                                                                   gpu.least_moduli(size)),
             "phase: fallback tiles (none here)": lambda: gpu.fallback_product(x.a, x.b, x.choice, x.a_stats,
                                                                               x.b_stats),
             "phase: reconstruct (CRT)": lambda: gpu.reconstruct(q, x.a_stats, x.b_stats, x.choice, direct, size),

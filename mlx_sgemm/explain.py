@@ -31,6 +31,9 @@ _CONTRACTS = {
     ("tf32", "tensor"): "TF32: one tensor-core pass on 10-bit mantissas (~1e-4 relative error, like "
                         "mx.matmul's CUDA default)",
     ("tf32", "fma"): "float32 (asked for TF32; this kernel computes in float32, more accurate than asked)",
+    ("float32", "int8"): "float32-accurate: INT8 tensor-core products of residues (Ozaki scheme II), "
+                         "as many moduli as the operands' rows and columns need for an error at or below "
+                         "cuBLAS SGEMM's; lines no moduli count can carry go to float32 FMAs",
 }
 _FMA_KERNELS = ("naive", "tile", "tile_threads", "small_m", "small_m_wide")
 
@@ -261,7 +264,13 @@ def explain(
     }
     if spec.shared_memory:
         parameters["shared_memory"] = f"{spec.shared_memory // 1024} KB"
-    unit = "fma" if spec.source_file.split(".")[0] in _FMA_KERNELS else "tensor"
+    if kernel_choice.is_emulated(how):
+        from .emulation import gpu
+
+        parameters["moduli"] = (f"{gpu.least_moduli(p.K)}-{gpu.MAX_MODULI}, chosen on the GPU from the "
+                                "operands (mlx_sgemm.emulation.op.assess reads the choice)")
+    unit = ("int8" if kernel_choice.is_emulated(how)
+            else "fma" if spec.source_file.split(".")[0] in _FMA_KERNELS else "tensor")
     if backend == device.METAL:
         contract = "float32 (Apple GPUs have no TF32 mode)" if precision == "tf32" else "float32: simdgroup matrices in float32"
     else:

@@ -41,7 +41,12 @@ def fake_hopper(monkeypatch):
         fast = dict(spec.template).get("STAGES") == 3 and splits == 1
         return 1e-3 if fast else 2e-3 + 1e-4 * splits
 
+    def int8_emulated(a, b, stream=None):
+        ran.append((kernel_choice.EMULATED, 1))
+        return mx.matmul(a, b)
+
     monkeypatch.setattr(autotuning.launcher, "launch", launch)
+    monkeypatch.setattr(autotuning.emulation, "int8_emulated", int8_emulated)
     monkeypatch.setattr(timing, "median_seconds", median_seconds)
     return ran
 
@@ -58,6 +63,7 @@ def test_autotune_picks_the_fastest_accurate_candidate(cache, fake_hopper):
     assert result["choice"].endswith("/1")
     assert any(key.startswith("tile_threads") for key in result["rejected"])  # wrong results
     assert all(not key.startswith("tile_threads") for key in result["seconds"])
+    assert any(key.startswith("int8_emulated[") for key in result["seconds"])  # the INT8 emulation, timed too
     stored = json.loads(cache.read_text())
     assert stored["version"] == tuning_cache.VERSION
     (entry,) = stored["entries"].values()

@@ -23,11 +23,10 @@
 //   thread). Each k-tile's 4 products are a group; the consumers wait for the
 //   group before last and hand its stage back, so the tensor cores always
 //   have the next k-tile's products queued.
-// Blocks: x = modulus * tiles + tile, tiles walked in bands of GROUP_M rows,
-// so the blocks in flight share A's and B's k-tiles in L2.
+// Tiles walked in bands of GROUP_M rows, so the blocks in flight share A's and
+// B's k-tiles in L2.
 //
-// choice: the moduli (int8_choice.cu); the grid has blocks for the most the
-// path takes, and those of moduli past the choice's end at once.
+// choice: the moduli (int8_choice.cu).
 // params: M, N, Np (the residues' row length: N padded to BN), k-tiles, tiles
 // in M, tiles in N, then the moduli.
 constexpr int THREADS = 384;
@@ -52,8 +51,14 @@ __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
 const int M = params[0], Np = params[2], k_tiles = params[3];
 const int tiles_m = params[4], tiles_n = params[5];
 const int tiles = tiles_m * tiles_n;
-const int modulus = blockIdx.x / tiles;
-if (modulus >= choice[sgemm::CHOICE_MODULI]) return;
+// Block b computes tile b % tiles for moduli b / tiles, + SPREAD, + 2 SPREAD,
+// .. below the choice's count: the grid has SPREAD blocks a tile, SPREAD the
+// fewest moduli the choice can name (mlx_sgemm.emulation.gpu.products), so no
+// block is launched for nothing, and a block's producer fetches its next modulus's first k-tiles
+// while the consumers store the last one's outputs.
+const int spread = gridDim.x / tiles, first_modulus = blockIdx.x / tiles;
+const int rounds = (choice[sgemm::CHOICE_MODULI] - first_modulus + spread - 1) / spread;
+if (rounds <= 0) return;
 int row0, col0;
 sgemm::tile_origin<GROUP_M>(blockIdx.x % tiles, tiles_m, tiles_n, BM, BN, row0, col0);
 
@@ -66,71 +71,77 @@ if (threadIdx.x == 0) {
 }
 __syncthreads();
 
+// Step i of the block: k-tile i % k_tiles of its round i / k_tiles, in stage
+// i % STAGES, whose barriers are in phase (i / STAGES) % 2.
 const int warpgroup = threadIdx.x / 128;
 if (warpgroup == 0) {
   sgemm::registers_decrease<PRODUCER_REGISTERS>();
   if (threadIdx.x == 0) {
-    const int8_t* const a_tiles =
-        ra + sgemm::residue_tile_offset(modulus, row0 / BM, 0, tiles_m, k_tiles, BM);
-    const int8_t* const b_tiles =
-        rb + sgemm::residue_tile_offset(modulus, col0 / BN, 0, tiles_n, k_tiles, BN);
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      const int s = kt % STAGES;
-      // The stage is free once both consumers are done with k-tile kt - STAGES.
-      if (kt >= STAGES) sgemm::mbarrier_wait(&empty[s], (kt / STAGES + 1) % 2);
+    for (int i = 0; i < rounds * k_tiles; ++i) {
+      const int modulus = first_modulus + i / k_tiles * spread, kt = i % k_tiles;
+      const int s = i % STAGES;
+      // The stage is free once both consumers are done with step i - STAGES.
+      if (i >= STAGES) sgemm::mbarrier_wait(&empty[s], (i / STAGES + 1) % 2);
       int8_t* const stage = smem + s * STAGE_BYTES;
       sgemm::mbarrier_arrive_expect_bytes(&full[s], STAGE_BYTES);
-      sgemm::bulk_copy(stage, a_tiles + static_cast<int64_t>(kt) * A_BYTES, A_BYTES, &full[s]);
-      sgemm::bulk_copy(stage + A_BYTES, b_tiles + static_cast<int64_t>(kt) * B_BYTES, B_BYTES, &full[s]);
+      sgemm::bulk_copy(stage, ra + sgemm::residue_tile_offset(modulus, row0 / BM, kt, tiles_m, k_tiles, BM),
+                       A_BYTES, &full[s]);
+      sgemm::bulk_copy(stage + A_BYTES,
+                       rb + sgemm::residue_tile_offset(modulus, col0 / BN, kt, tiles_n, k_tiles, BN), B_BYTES,
+                       &full[s]);
     }
   }
 } else {
   sgemm::registers_increase<CONSUMER_REGISTERS>();
   const int tid = threadIdx.x % 128;
-  int32_t acc[128];
+  for (int round = 0; round < rounds; ++round) {
+    const int modulus = first_modulus + round * spread;
+    int32_t acc[128];
 #pragma unroll
-  for (int i = 0; i < 128; ++i) acc[i] = 0;
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    const int s = kt % STAGES;
-    sgemm::mbarrier_wait(&full[s], (kt / STAGES) % 2);
-    const int8_t* const a_rows = smem + s * STAGE_BYTES + (warpgroup - 1) * 64 * sgemm::RESIDUE_K_TILE;
-    const int8_t* const b_rows = smem + s * STAGE_BYTES + A_BYTES;
-    sgemm::wgmma_fence();
+    for (int i = 0; i < 128; ++i) acc[i] = 0;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int i = round * k_tiles + kt, s = i % STAGES;
+      sgemm::mbarrier_wait(&full[s], (i / STAGES) % 2);
+      const int8_t* const a_rows = smem + s * STAGE_BYTES + (warpgroup - 1) * 64 * sgemm::RESIDUE_K_TILE;
+      const int8_t* const b_rows = smem + s * STAGE_BYTES + A_BYTES;
+      sgemm::wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < K_STEPS; ++ks) {
-      sgemm::wgmma_s8_ss_n256(acc, sgemm::wgmma_descriptor<sgemm::ResidueTile>(a_rows + 32 * ks),
-                              sgemm::wgmma_descriptor<sgemm::ResidueTile>(b_rows + 32 * ks));
+      for (int ks = 0; ks < K_STEPS; ++ks) {
+        sgemm::wgmma_s8_ss_n256(acc, sgemm::wgmma_descriptor<sgemm::ResidueTile>(a_rows + 32 * ks),
+                                sgemm::wgmma_descriptor<sgemm::ResidueTile>(b_rows + 32 * ks));
+      }
+      sgemm::wgmma_commit();
+      sgemm::wgmma_wait<1>();  // step i - 1's products are done: its stage goes back
+      if (kt > 0 && tid == 0) sgemm::mbarrier_arrive(&empty[(i - 1) % STAGES]);
     }
-    sgemm::wgmma_commit();
-    sgemm::wgmma_wait<1>();  // k-tile kt - 1's products are done: its stage goes back
-    if (kt > 0 && tid == 0) sgemm::mbarrier_arrive(&empty[(kt - 1) % STAGES]);
-  }
-  sgemm::wgmma_wait<0>();
+    sgemm::wgmma_wait<0>();
+    if (tid == 0) sgemm::mbarrier_arrive(&empty[(round * k_tiles + k_tiles - 1) % STAGES]);
 
-  // acc[4j + e] is row 16 warp + g + 8 (e / 2), column 8j + 2t + e % 2 of the
-  // warpgroup's 64 x 256; each pair of columns goes out as 2 bytes. The
-  // int32 sum is first brought below 2^10 by an integer step whose quotient
-  // comes from a float estimate, then sgemm::symmetric_residue finishes.
-  const int p = params[6 + modulus];
-  const sgemm::Modulus mod = sgemm::make_modulus(p);
-  const int lane = tid % 32, g = lane / 4, t = lane % 4;
-  const int row_base = row0 + (warpgroup - 1) * 64 + (tid / 32) * 16 + g;
-  int8_t* const out = residues + static_cast<int64_t>(modulus) * M * Np + col0 + 2 * t;
-  auto reduce = [&](int32_t v) {
-    const int q = __float2int_rn(__int2float_rn(v) * mod.inverse);
-    // v - q p is small; computed modulo 2^32, as q p alone may not fit int32.
-    const int rest = static_cast<int>(static_cast<uint32_t>(v) - static_cast<uint32_t>(q) * static_cast<uint32_t>(p));
-    return sgemm::symmetric_residue(static_cast<float>(rest), mod, 1);
-  };
+    // acc[4j + e] is row 16 warp + g + 8 (e / 2), column 8j + 2t + e % 2 of the
+    // warpgroup's 64 x 256; each pair of columns goes out as 2 bytes. The
+    // int32 sum is first brought below 2^10 by an integer step whose quotient
+    // comes from a float estimate, then sgemm::symmetric_residue finishes.
+    const int p = params[6 + modulus];
+    const sgemm::Modulus mod = sgemm::make_modulus(p);
+    const int lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int row_base = row0 + (warpgroup - 1) * 64 + (tid / 32) * 16 + g;
+    int8_t* const out = residues + static_cast<int64_t>(modulus) * M * Np + col0 + 2 * t;
+    auto reduce = [&](int32_t v) {
+      const int q = __float2int_rn(__int2float_rn(v) * mod.inverse);
+      // v - q p is small; computed modulo 2^32, as q p alone may not fit int32.
+      const int rest = static_cast<int>(static_cast<uint32_t>(v) - static_cast<uint32_t>(q) * static_cast<uint32_t>(p));
+      return sgemm::symmetric_residue(static_cast<float>(rest), mod, 1);
+    };
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = row_base + 8 * h;
-    if (row >= M) continue;
+    for (int h = 0; h < 2; ++h) {
+      const int row = row_base + 8 * h;
+      if (row >= M) continue;
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const char2 pair = make_char2(static_cast<signed char>(reduce(acc[4 * j + 2 * h])),
-                                    static_cast<signed char>(reduce(acc[4 * j + 2 * h + 1])));
-      *reinterpret_cast<char2*>(out + static_cast<int64_t>(row) * Np + 8 * j) = pair;
+      for (int j = 0; j < 32; ++j) {
+        const char2 pair = make_char2(static_cast<signed char>(reduce(acc[4 * j + 2 * h])),
+                                      static_cast<signed char>(reduce(acc[4 * j + 2 * h + 1])));
+        *reinterpret_cast<char2*>(out + static_cast<int64_t>(row) * Np + 8 * j) = pair;
+      }
     }
   }
 }

@@ -6,9 +6,9 @@ the time of each of its phases with what bounds it, and its accuracy.
 
 * ``int8-emulation-<date>-<gpu>.csv``: a row per product (``mx.matmul``, which
   is cuBLAS SGEMM there, ``matmul``, ``int8_emulated moduli=s`` and
-  ``int8_emulated (pre-pass)``) and per phase of the op (``phase: ...``, the
-  whole chain without the op's Python, and the mma.sync residue GEMM for
-  comparison), with the moduli, microseconds, GFLOP/s (INT8 GOPS for the
+  ``int8_emulated (device's choice)``) and per phase of the op (``phase:
+  ...``, the whole chain without the op's Python, ``assess``, which reads the
+  choice back, and the mma.sync residue GEMM for comparison), with the moduli, microseconds, GFLOP/s (INT8 GOPS for the
   products) and, for the products, the ratio to cuBLAS SGEMM and the error;
 * ``int8-emulation-accuracy-<date>-<gpu>.csv``: per K and kind of input, what
   the op chose (moduli, bits a side, or the kernel it fell back to) and its
@@ -45,7 +45,7 @@ _ACCURACY_NUMERIC = {"K": int, "moduli": int, "bits": int, "normwise": float, "c
 
 EMULATED = "int8_emulated"
 ADAPTIVE = "matmul"
-_EMULATED_ROW = re.compile(rf"^{EMULATED} (?:moduli=(\d+)|\(pre-pass\))$")
+_EMULATED_ROW = re.compile(rf"^{EMULATED} (?:moduli=(\d+)|\(device's choice\))$")
 INT8 = "INT8"
 INT8_GOPS, GBS = "INT8 GOPS", "GB/s"  # the units of a phase's rate
 
@@ -118,9 +118,9 @@ def shape(row: dict) -> str:
 
 
 def label(row: dict) -> str:
-    """The product's name in tables and legends; the pre-pass's says what it chose."""
-    if row["kernel"] == f"{EMULATED} (pre-pass)":
-        return f"{EMULATED} (pre-pass: {row['moduli']} moduli)"
+    """The product's name in tables and legends; the device's choice says what it chose."""
+    if row["kernel"] == f"{EMULATED} (device's choice)":
+        return f"{EMULATED} (device's choice: {row['moduli']} moduli)"
     return row["kernel"]
 
 
@@ -182,17 +182,22 @@ class Phase:
     prefix: str  # the benchmark's row names start with it
 
 
-# The op with its moduli given, in order: these add up to its time on the GPU.
+# The op with the device's choice, in order: these add up to its time on the GPU.
 PHASES = (
     Phase("statistics", "phase: line statistics"),
+    Phase("choice", "phase: choice"),
     Phase("residues_a", "phase: residues of A"),
     Phase("residues_b", "phase: residues of B"),
     Phase("products", "phase: products"),
+    Phase("fallback", "phase: fallback tiles"),
     Phase("reconstruct", "phase: reconstruct"),
 )
-# Measured beside them: the statistics read back and the moduli chosen on the
-# host (what moduli=None adds), the chain in one call, the mma.sync GEMM.
-PRE_PASS = Phase("pre_pass", "phase: pre-pass")
+# Phases that move next to nothing (the lines' statistics, a flag a block): no
+# bandwidth to hold them against.
+_SMALL_PHASES = ("choice", "fallback")
+# Measured beside them: the choice read back (assess, a synchronization the op
+# never makes), the chain in one call, the mma.sync GEMM.
+ASSESS = Phase("assess", "assess")
 CHAIN = Phase("chain", "all phases")
 MMA_SYNC = Phase("mma_sync", "mma.sync residue GEMM")
 _PHASE_KEYS = tuple(p.key for p in PHASES)
@@ -240,8 +245,8 @@ def phase_sizes(rows: list[dict]) -> list[int]:
 
 def phase_rows(rows: list[dict], m: int) -> dict[str, dict]:
     """The rows of :data:`PHASES` at size ``m`` (all of them, or LookupError),
-    and of the pre-pass, the chain and the mma.sync GEMM where timed."""
-    found = {p.key: _find(rows, p, m) for p in (*PHASES, PRE_PASS, CHAIN, MMA_SYNC)}
+    and of assess, the chain and the mma.sync GEMM where timed."""
+    found = {p.key: _find(rows, p, m) for p in (*PHASES, ASSESS, CHAIN, MMA_SYNC)}
     missing = [p.prefix for p in PHASES if found[p.key] is None]
     if missing:
         raise LookupError(f"the run has no row for {missing} at M = {m}")
@@ -256,8 +261,9 @@ def breakdown(rows: list[dict], m: int, peak: peaks.DevicePeak) -> list[dict]:
     """Per phase at size ``m``: its name, microseconds, share of the phases'
     sum, bytes moved at the least (:func:`traffic`), and its rate against its
     ceiling: INT8 GOPS against the INT8 peak for the products, GB/s against
-    the bandwidth for the others. Then the pre-pass, the chain in one call and
-    the mma.sync GEMM where timed (no share)."""
+    the bandwidth for the others (none for the choice and the fallback's
+    empty blocks). Then assess, the chain in one call and the mma.sync GEMM
+    where timed (no share)."""
     found = phase_rows(rows, m)
     total = sum(found[p.key]["us"] for p in PHASES)
     out = []
@@ -270,7 +276,7 @@ def breakdown(rows: list[dict], m: int, peak: peaks.DevicePeak) -> list[dict]:
         if key in _INT8_PHASES:
             entry.update(bytes=traffic(key, m, n, k, s), rate=gpu.int8_ops(m, n, k, s) / row["us"] / 1e3,
                          unit=INT8_GOPS, ceiling=peak.int8_gops)
-        elif key in _PHASE_KEYS:
+        elif key in _PHASE_KEYS and key not in _SMALL_PHASES:
             moved = traffic(key, m, n, k, s)
             entry.update(bytes=moved, rate=moved / row["us"] / 1e3, unit=GBS, ceiling=peak.bandwidth_gbs)
         out.append(entry)
@@ -296,28 +302,22 @@ def phase_table(rows: list[dict], peak: peaks.DevicePeak) -> str:
 
 
 def phase_bars(rows: list[dict]) -> dict[str, list[tuple[str, float]]]:
-    """For the figure: per size, (phase, µs) of the op with its moduli given,
-    and of the op with the pre-pass choosing (its statistics read back and the
-    choice made on the host on top of the same phases)."""
+    """For the figure: per size, (phase, µs) of the op with the device's choice."""
     bars = {}
     for m in phase_sizes(rows):
         found = phase_rows(rows, m)
         s = found["products"]["moduli"]
-        segments = [(_name(found[p.key]), found[p.key]["us"]) for p in PHASES]
-        bars[f"{m}^3, moduli={s}"] = segments
-        if "pre_pass" in found:
-            host = max(found["pre_pass"]["us"] - found["statistics"]["us"], 0.0)
-            bars[f"{m}^3, pre-pass chooses"] = [*segments, ("pre-pass: read back and choice", host)]
+        bars[f"{m}^3, {s} moduli"] = [(_name(found[p.key]), found[p.key]["us"]) for p in PHASES]
     return bars
 
 
 def bound_seconds(m: int, n: int, k: int, s: int, peak: peaks.DevicePeak) -> float | None:
-    """The op's time (moduli given) if its products ran at the INT8 peak and
+    """The op's time if its products ran at the INT8 peak and
     every other phase moved its :func:`traffic` at the memory bandwidth, one
     after another, as they run; None where either is unknown."""
     if not (peak.int8_gops and peak.bandwidth_gbs):
         return None
-    moved = sum(traffic(p.key, m, n, k, s) for p in PHASES if p.key not in _INT8_PHASES)
+    moved = sum(traffic(p.key, m, n, k, s) for p in PHASES if p.key not in (*_INT8_PHASES, *_SMALL_PHASES))
     return gpu.int8_ops(m, n, k, s) / (peak.int8_gops * 1e9) + moved / (peak.bandwidth_gbs * 1e9)
 
 
@@ -346,7 +346,7 @@ def ceiling_text(rows: list[dict], peak: peaks.DevicePeak) -> str:
              f", and take {100 * prod['share']:.0f}% of the phases' time; at that rate their "
              f"{specs.RESIDUE_TILE_M} x {specs.RESIDUE_TILE_N} tiles read "
              f"{residue_reads(prod['rate']) / 1000:.1f} TB/s of residues from L2"]
-    others = [entries[p.key] for p in PHASES if p.key not in _INT8_PHASES]
+    others = [entries[p.key] for p in PHASES if p.key not in (*_INT8_PHASES, *_SMALL_PHASES)]
     parts.append("the other phases move their bytes at the least at " + ", ".join(
         f"{e['rate']:,.0f} GB/s in {e['phase']}" for e in others) +
         (f", {_pct(min(e['rate'] for e in others), peak.bandwidth_gbs)} to "
@@ -404,7 +404,7 @@ def accuracy_summary(rows: list[dict]) -> str:
         if bits and min(bits) > gpu.MAX_BITS:
             needed = f"{min(bits)}" if min(bits) == max(bits) else f"{min(bits)} to {max(bits)}"
             why = f": their lines needed {needed} bits a side, past the {gpu.MAX_BITS} the GPU path carries"
-        text += f" The pre-pass sent the other {len(others)} to {kernels}{why}."
+        text += f" The device's choice sent the other {len(others)} to {kernels}{why}."
     return text
 
 

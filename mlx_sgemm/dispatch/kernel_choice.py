@@ -4,7 +4,9 @@ The choice follows measurements on an H200 (docs/performance-log.md). On CUDA a
 product of at most 8 rows (a token's activations against a weight) is bound by
 reading B and runs small_m, float32 FMAs at memory speed, in either precision
 (small_m_wide for up to 4 rows against 12288 columns and more).
-On Hopper GPUs everything else runs the wgmma pipeline (tile_wgmma: 3xTF32
+On Hopper GPUs, large float32 products (every side at least 4096, M N K at
+least 6144^3) run the INT8 emulation (``int8_emulated``, chapter 7);
+everything else runs the wgmma pipeline (tile_wgmma: 3xTF32
 for float32 accuracy, one pass for TF32) in blocks as tall as C needs (32, 64
 or 128 rows; 256 for TF32), with K split across threadgroups when the output
 has fewer tiles than the GPU has SMs, and big operands whose rows are not 16-byte
@@ -33,6 +35,7 @@ import dataclasses
 import functools
 
 from ..build import specs
+from ..emulation.moduli import INT32_EXACT_K
 from . import device, tuning_cache
 from .problem import Plan
 
@@ -55,6 +58,31 @@ _HOPPER_TF32_TALL = specs.cuda_wgmma(
 # TF32 goes up to 256 (one accumulator leaves room for it; half the L2 reads
 # of B per row of C).
 _WGMMA_ROWS = {"float32": (32, 64, 128), "tf32": (32, 64, 128, 256)}
+
+
+# The INT8 emulation (mlx_sgemm.emulation, chapter 7) stands in matmul's
+# choices as this spec (its products' kernel, for the name and the tile):
+# ops and the autotuner run mlx_sgemm.int8_emulated for it. On Hopper at
+# float32 it is the choice for one product (no batch) with every side at least
+# EMULATION_MIN_SIDE and M N K at least EMULATION_MIN_VOLUME, K within the
+# int32 bound of its INT8 products. H100, against the 3xTF32 wgmma pipeline
+# in the same process (benchmarks/emulation_crossover.py,
+# results/emulation-crossover-2026-11-25-h100.csv): 1.16x at 6144^3, 1.43x at
+# 8192^3, 1.15-1.39x at 8192 x 14336 x 4096, 8192 x 4096 x 14336 and 16384 x
+# 4096 x 4096; 0.98x at 5120^3, 0.84x at 4096^3, 0.82-0.95x with a side of
+# 2048 (its phases around the products, ~1 ms at 8192^3, weigh more there).
+EMULATED = dataclasses.replace(specs.cuda_int8_products(), stage="int8_emulated")
+EMULATION_MIN_SIDE, EMULATION_MIN_VOLUME = 4096, 6144**3
+
+
+def is_emulated(launch: Launch) -> bool:
+    """Whether ``launch`` is the INT8 emulation rather than one kernel."""
+    return launch.spec.stage == EMULATED.stage
+
+
+def _emulation_serves(p: Plan) -> bool:
+    return (p.batch == 1 and p.K <= INT32_EXACT_K and min(p.M, p.N, p.K) >= EMULATION_MIN_SIDE
+            and p.M * p.N * p.K >= EMULATION_MIN_VOLUME)
 
 
 SMALL_M = 8  # rows of C up to which the product is memory-bound (small_m)
@@ -148,6 +176,11 @@ def choose_with_rule(
             return specs.spec("small_m", backend), (
                 f"M <= {SMALL_M} rows: bound by reading B; float32 FMAs at memory speed, in either precision")
         if device.has_wgmma() if wgmma is None else wgmma:
+            if precision == "float32" and p is not None and _emulation_serves(p):
+                return EMULATED, (
+                    f"Hopper, float32, one product with M, N and K >= {EMULATION_MIN_SIDE} and MNK >= "
+                    "6144^3: the INT8 emulation (Ozaki scheme II, chapter 7), faster there than the 3xTF32 "
+                    "wgmma pipeline")
             spec = _hopper(precision, 128 if p is None else p.M)
             return spec, (
                 f"Hopper: the wgmma pipeline ({'one TF32 pass' if precision == 'tf32' else '3xTF32'}), "
@@ -170,6 +203,13 @@ def _hopper(precision: str, rows: int) -> specs.KernelSpec:
     if precision == "tf32" and bm == _HOPPER_TF32_TALL.block_m:
         return _HOPPER_TF32_TALL
     return base if bm == base.block_m else specs.cuda_wgmma(base.stage, SPLIT=precision != "tf32", BM=bm)
+
+
+def wgmma_launch(precision: str, p: Plan) -> Launch:
+    """The wgmma pipeline's launch for ``p`` at ``precision``, whatever the rule
+    picks (benchmarks/emulation_crossover.py times it against the emulation)."""
+    spec = _hopper(precision, p.M)
+    return Launch(spec, k_splits(device.CUDA, spec, p))
 
 
 def wgmma_variants(precision: str) -> list[specs.KernelSpec]:
@@ -255,6 +295,8 @@ def candidates(backend: str, precision: str, p: Plan) -> list[Launch]:
                 add(specs.cuda_wgmma(base.stage, SPLIT=float32, STAGES=stages, GROUP_M=group_m,
                                      BM=base.block_m, IN_FLIGHT=t["IN_FLIGHT"],
                                      LOOKAHEAD=t["LOOKAHEAD"], TMA=t["TMA"]), splits)
+            if float32 and p.batch == 1 and p.K <= INT32_EXACT_K and p.M > SMALL_M:
+                add(EMULATED)
         add(_without_wgmma(precision))
         if p.M <= 4 * SMALL_M:
             add(specs.spec("small_m", backend))

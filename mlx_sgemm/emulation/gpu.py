@@ -138,18 +138,25 @@ def residues(x: mx.array, stats: mx.array, choice: mx.array, s_max: int, lines_p
                    stream)
 
 
+def least_moduli(k: int) -> int:
+    """The fewest moduli the device's choice can name at K: those that carry
+    the target bits (every line's lost bits are at least 0)."""
+    return _moduli.moduli_for(max(k, 1), scheme.default_target_bits(k))
+
+
 def products(ra: mx.array, rb: mx.array, choice: mx.array, m: int, n: int, k: int, s_max: int,
-             stream=None) -> mx.array:
-    """int8 [s_max, M, Np]: per modulus of the choice, (RA_i RB_i^T) mod p_i,
-    symmetric; Np is N padded to the products' tile (its last columns are
-    padding). Moduli past the choice's are not written."""
+             s_min: int, stream=None) -> mx.array:
+    """int8 [s_max, M, Np]: per modulus of the choice (s_min to s_max of them),
+    (RA_i RB_i^T) mod p_i, symmetric; Np is N padded to the products' tile (its
+    last columns are padding). Moduli past the choice's are not written. s_min
+    blocks a tile, each taking every s_min-th modulus."""
     spec = specs.cuda_int8_products()
     tiles_m, tiles_n = -(-m // spec.block_m), -(-n // spec.block_n)
     np_ = tiles_n * spec.block_n
     k_tiles = max(1, -(-k // K_TILE))
     params = _int32([m, n, np_, k_tiles, tiles_m, tiles_n, *_moduli.MODULI[:s_max]])
     return _launch(spec, [ra, rb, choice, params], (s_max, m, np_), mx.int8,
-                   s_max * tiles_m * tiles_n * spec.threadgroup[0], stream)
+                   s_min * tiles_m * tiles_n * spec.threadgroup[0], stream)
 
 
 def fallback_product(a: mx.array, b: mx.array, choice: mx.array, a_stats: mx.array, b_stats: mx.array,
@@ -216,10 +223,13 @@ def emulated(a: mx.array, b: mx.array, s: int | None = None, stream=None,
     if min(m, n, k) == 0:
         return mx.zeros((m, n), dtype=mx.float32, stream=stream)
     x = operands or Operands(a, b, stream)
-    choice, s_max = (x.choice, MAX_MODULI) if s is None else (fixed_choice(k, s, bits), s)
+    if s is None:
+        choice, s_min, s_max = x.choice, least_moduli(k), MAX_MODULI
+    else:
+        choice, s_min, s_max = fixed_choice(k, s, bits), s, s
     ra = residues(x.a, x.a_stats, choice, s_max, specs.RESIDUE_TILE_M, stream)
     rb = residues(x.bt, x.b_stats, choice, s_max, specs.RESIDUE_TILE_N, stream)
-    q = products(ra, rb, choice, m, n, k, s_max, stream)
+    q = products(ra, rb, choice, m, n, k, s_max, s_min, stream)
     direct = fallback_product(x.a, x.b, choice, x.a_stats, x.b_stats, stream)
     return reconstruct(q, x.a_stats, x.b_stats, choice, direct, n, stream)
 

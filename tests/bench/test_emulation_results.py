@@ -26,10 +26,11 @@ def run(m=256, s=2, drop=()):
     rows = [row("mx.matmul", m, moduli=None, gflops=40_000, ratio=1.0, error=3e-8),
             row("matmul", m, moduli=None, gflops=80_000, ratio=2.0, error=7e-9),
             row(f"int8_emulated moduli={s}", m, moduli=s, gflops=120_000, ratio=3.0, error=1e-8),
-            row("int8_emulated (pre-pass)", m, moduli=s, gflops=60_000, ratio=1.5, error=1e-8)]
-    names = ["phase: line statistics (A and B^T)", "phase: pre-pass (statistics, read back, choice)",
+            row("int8_emulated (device's choice)", m, moduli=s, gflops=60_000, ratio=1.5, error=1e-8)]
+    names = ["phase: line statistics (A and B^T)", "phase: choice (on the device)",
              "phase: residues of A", "phase: residues of B (read as B^T)", "phase: products (wgmma, mod p)",
-             "phase: reconstruct (CRT)", "all phases, without the op's Python (gpu.emulated)"]
+             "phase: fallback tiles (none here)", "phase: reconstruct (CRT)",
+             "all phases, without the op's Python (gpu.emulated)", "assess (the choice read back: a synchronization)"]
     for name in names:
         if not any(name.startswith(d) for d in drop):
             rows.append(row(name, m, us=400.0 if "products" in name else 100.0, moduli=s))
@@ -77,7 +78,7 @@ def test_a_file_with_other_columns_or_no_rows_is_refused(tmp_path):
 
 @pytest.mark.parametrize("kernel,moduli,kind,peak", [
     ("mx.matmul", None, "FP32", 50_000), ("matmul", None, "3xTF32", 100_000),
-    ("int8_emulated moduli=8", 8, "INT8 / 8", 250_000), ("int8_emulated (pre-pass)", 5, "INT8 / 5", 400_000),
+    ("int8_emulated moduli=8", 8, "INT8 / 8", 250_000), ("int8_emulated (device's choice)", 5, "INT8 / 5", 400_000),
 ])
 def test_each_product_is_held_against_its_units_peak(kernel, moduli, kind, peak):
     r = row(kernel, moduli=moduli)
@@ -97,7 +98,7 @@ def test_the_speed_table_has_a_line_per_product():
     lines = er.speed_table(run(), PEAK).splitlines()
     assert len(lines) == 2 + 4 and "| x mx.matmul |" in lines[0]
     assert lines[4] == "| 256 | `int8_emulated moduli=2` | 120.0 | 3.00x | 12% INT8 / 2 | 1.0e-08 |"
-    assert "`int8_emulated (pre-pass: 2 moduli)`" in lines[5]
+    assert "`int8_emulated (device's choice: 2 moduli)`" in lines[5]
 
 
 def test_traffic_by_hand():
@@ -112,18 +113,20 @@ def test_traffic_by_hand():
     assert er.traffic("residues_b", 100, 300, 130, 3) == 4 * 130 * 300 + 3 * 512 * 256
     assert er.traffic("reconstruct", 100, 300, 130, 3) == 3 * 100 * 512 + 4 * 100 * 300
     with pytest.raises(ValueError):
-        er.traffic("pre_pass", 256, 256, 256, 2)
+        er.traffic("assess", 256, 256, 256, 2)
 
 
 def test_each_phase_s_rate_and_share():
     entries = {e["key"]: e for e in er.breakdown(run(), 256, PEAK)}
     assert sum(entries[p.key]["share"] for p in er.PHASES) == pytest.approx(1.0)
-    assert entries["products"]["share"] == pytest.approx(400 / 800)
+    assert entries["products"]["share"] == pytest.approx(400 / 1000)
     # Bytes over 100 µs in GB/s; the products' INT8 operations over 400 µs in GOPS.
     assert entries["residues_a"]["rate"] == pytest.approx((4 + 2) * 256**2 / 100e-6 / 1e9)
     assert entries["products"]["rate"] == pytest.approx(gpu.int8_ops(256, 256, 256, 2) / 400e-6 / 1e9)
     assert entries["products"]["ceiling"] == PEAK.int8_gops and entries["reconstruct"]["ceiling"] == 1_000
-    assert entries["pre_pass"]["share"] is None and entries["chain"]["rate"] is None
+    assert entries["assess"]["share"] is None and entries["chain"]["rate"] is None
+    # The choice and the fallback's empty blocks move next to nothing: no rate.
+    assert entries["choice"]["rate"] is None and entries["fallback"]["share"] == pytest.approx(0.1)
     assert "mma_sync" not in entries  # not timed in this run
 
 
@@ -159,17 +162,17 @@ def test_the_ceiling_text_names_the_products_share_and_the_bound():
     text = er.ceiling_text(run(), PEAK)
     products = gpu.int8_ops(256, 256, 256, 2) / 400e-6 / 1e9
     assert text.startswith(f"At 256^3 with 2 moduli on {H100}")
-    assert f"{100 * products / PEAK.int8_gops:.0f}% of the INT8 peak" in text and "take 50% of the phases' time" in text
+    assert f"{100 * products / PEAK.int8_gops:.0f}% of the INT8 peak" in text and "take 40% of the phases' time" in text
     assert f"At those ceilings the op would take {er.bound_seconds(256, 256, 256, 2, PEAK) * 1e3:.2f} ms" in text
     assert "it takes 0.10 ms" in text
     assert f"read {er.residue_reads(products) / 1000:.1f} TB/s of residues from L2" in text
 
 
-def test_the_figure_s_bars_add_the_host_part_of_the_pre_pass():
-    bars = er.phase_bars(run())
-    fixed, chosen = bars["256^3, moduli=2"], bars["256^3, pre-pass chooses"]
-    assert [us for _, us in fixed] == [100, 100, 100, 400, 100]
-    assert chosen[:-1] == fixed and chosen[-1] == ("pre-pass: read back and choice", 0.0)
+def test_the_figure_s_bars_are_the_phases_in_order():
+    (name, bar), = er.phase_bars(run()).items()
+    assert name == "256^3, 2 moduli"
+    assert [us for _, us in bar] == [100, 100, 100, 100, 400, 100, 100]
+    assert bar[1][0].startswith("choice") and bar[5][0].startswith("fallback tiles")
 
 
 def test_the_figure_is_written(tmp_path, recorded):

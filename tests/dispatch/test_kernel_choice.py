@@ -1,5 +1,7 @@
 """matmul's kernel choice and its K split, as pure logic (no GPU needed)."""
 
+import pytest
+
 from mlx_sgemm.build import specs
 from mlx_sgemm.dispatch import device, kernel_choice
 from mlx_sgemm.dispatch.problem import plan
@@ -85,3 +87,32 @@ def test_hopper_block_height_follows_the_rows_of_c(monkeypatch):
     assert kernel_choice.choose(device.CUDA, "tf32", plan((4096, 256), (256, 512))).block_m == 256
     assert kernel_choice.choose(device.CUDA, "float32", plan((4096, 256), (256, 512))).block_m == 128
     assert {s.block_m for s in kernel_choice.variants(device.CUDA) if s.source_file == "tile_wgmma.cu"} == {32, 64, 128, 256}
+
+
+@pytest.mark.parametrize("a_shape, b_shape, emulated", [
+    ((6144, 6144), (6144, 6144), True), ((8192, 4096), (4096, 14336), True), ((16384, 4096), (4096, 4096), True),
+    ((4096, 4096), (4096, 4096), False),  # 0.84x the wgmma pipeline there
+    ((5120, 5120), (5120, 5120), False), ((2048, 8192), (8192, 8192), False), ((8192, 2048), (2048, 8192), False),
+    ((2, 8192, 8192), (8192, 8192), False),  # a batch: the pipeline
+    ((8192, 140000), (140000, 8192), False),  # K past the INT8 products' int32 bound
+])
+def test_hopper_float32_takes_the_int8_emulation_for_big_products(a_shape, b_shape, emulated):
+    p = plan(a_shape, b_shape)
+    spec, rule = kernel_choice.choose_with_rule(device.CUDA, "float32", p, wgmma=True)
+    assert (spec == kernel_choice.EMULATED) == emulated, rule
+    assert kernel_choice.is_emulated(kernel_choice.Launch(spec)) == emulated
+    assert ("INT8 emulation" in rule) == emulated
+    # Never for TF32, without wgmma, or deterministic (a row must not depend on the others).
+    assert kernel_choice.choose(device.CUDA, "tf32", p, wgmma=True) != kernel_choice.EMULATED
+    assert kernel_choice.choose(device.CUDA, "float32", p, wgmma=False) != kernel_choice.EMULATED
+    assert not kernel_choice.is_emulated(kernel_choice.deterministic(device.CUDA, "float32", wgmma=True))
+
+
+def test_the_autotuner_tries_the_emulation_on_hopper_float32(monkeypatch):
+    monkeypatch.setattr(device, "has_wgmma", lambda: True)
+    float32 = kernel_choice.candidates(device.CUDA, "float32", plan((300, 500), (500, 700)))
+    assert any(kernel_choice.is_emulated(c) for c in float32)
+    for other in (kernel_choice.candidates(device.CUDA, "tf32", plan((300, 500), (500, 700))),
+                  kernel_choice.candidates(device.CUDA, "float32", plan((3, 300, 500), (500, 700))),
+                  kernel_choice.candidates(device.CUDA, "float32", plan((8, 500), (500, 700)))):
+        assert not any(kernel_choice.is_emulated(c) for c in other)
