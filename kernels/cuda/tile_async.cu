@@ -61,10 +61,23 @@ sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP 
   float* const smem = reinterpret_cast<float*>(smem_float4);
   float* const split = smem + STAGES * STAGE_FLOATS;
 
+  // The operands as values of this function (read through the captured tile,
+  // each copy would load them again from memory). Tiles wholly inside their
+  // operand (all but the edge blocks' and a last partial k-tile) are copied by
+  // a plan made once (sgemm::CopyPlan), not by per-copy index arithmetic.
+  const sgemm::Operand<> A = t.A, B = t.B;
+  const int row0 = t.row0, col0 = t.col0, K = t.K;
+  const bool a_whole = row0 + BM <= A.rows && A.template vectorizes<AL>();
+  const bool b_whole = col0 + BN <= B.cols && B.template vectorizes<BL>();
+  const auto a_plan = sgemm::CopyPlan::of<ATile, THREADS>(A, row0, 0, BK * A.cs);
+  const auto b_plan = sgemm::CopyPlan::of<BTile, THREADS>(B, 0, col0, BK * B.rs);
   auto start_loading = [&](int kt) {
     float* As = smem + (kt % STAGES) * STAGE_FLOATS;
-    sgemm::cp_async_tile<BM, BK, THREADS, AL>(As, t.A, t.row0, kt * BK);
-    sgemm::cp_async_tile<BK, BN, THREADS, BL>(As + A_FLOATS, t.B, kt * BK, t.col0);
+    const bool whole_k = (kt + 1) * BK <= K;
+    if (a_whole && whole_k) a_plan.copy<BM * BK / 4 / THREADS>(As, kt);
+    else sgemm::cp_async_tile<BM, BK, THREADS, AL>(As, A, row0, kt * BK);
+    if (b_whole && whole_k) b_plan.copy<BK * BN / 4 / THREADS>(As + A_FLOATS, kt);
+    else sgemm::cp_async_tile<BK, BN, THREADS, BL>(As + A_FLOATS, B, kt * BK, col0);
   };
 
   // Prologue: the first STAGES - 1 k-tiles in flight. Every iteration commits

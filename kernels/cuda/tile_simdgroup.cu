@@ -20,7 +20,7 @@
 // fragment's big and small registers of two k.
 //
 // Block: BM x BN = 128x128 outputs, 8 warps as 2 (rows) x 4 (columns); at
-// ~180 registers a thread, one block an SM, so no other block's warps hide a
+// ~255 registers a thread, one block an SM, so no other block's warps hide a
 // k-tile's loads. They are hidden by the block itself: k advances BK at a
 // time through two shared-memory buffers, and while the warps multiply one
 // k-tile, each thread's share of the next is on its way from device memory

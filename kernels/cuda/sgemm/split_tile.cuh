@@ -70,7 +70,9 @@ struct SplitTileStager {
   }
 
   // The thread's units of the tile whose first line is line0 and first k is
-  // k0 in x (a LINES x K view), zeros outside x.
+  // k0 in x (a LINES x K view), zeros outside x. (Interior tiles loaded
+  // without the checks were slower: 36.1 -> 33.7 TFLOP/s at 4096^3 on an
+  // H100, at the register limit; docs/performance-log.md.)
   __device__ void fetch(const Operand<T>& x, int line0, int k0) {
     const bool vector = x.template vectorizes<L>();
 #pragma unroll
