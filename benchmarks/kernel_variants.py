@@ -35,6 +35,7 @@ def parse_variant(text: str) -> tuple[str, specs.KernelSpec]:
     )  # D_NAME=1: a macro ahead of the header, for experiments
     changes = ",".join(c for c in changes.split(",") if not c.startswith("D_"))
     builders = {
+        "tile_simdgroup": specs.cuda_warp_tiled,
         "tile_async": specs.cuda_pipelined,
         "tile_wgmma": specs.cuda_wgmma,
         "small_m": lambda _stage, **kwargs: specs.cuda_small_m(**kwargs),

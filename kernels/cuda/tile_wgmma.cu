@@ -76,7 +76,7 @@
 //
 // SPLIT (float32 accuracy): small*big + big*small + big*big per k8 step, into
 // a fresh accumulator per k-tile that the FP32 units add to the running sum
-// (the tensor cores' accumulation rounds toward zero: see warp_tile_mma_presplit). The
+// (the tensor cores' accumulation rounds toward zero: see warp_tile_mma_split). The
 // split does not handle Inf and NaN (sgemm::split_tf32_fast); the block notes
 // whether its operands hold any, and then each output is recomputed with plain
 // FMAs, as exact as any float32 product. Without SPLIT: one product per step,
@@ -330,7 +330,7 @@ if (warpgroup == 0) {
           }
           sgemm::wgmma_fence();
           if (SPLIT) {
-            // The small cross terms first, big * big last (as sgemm::mma_3xtf32):
+            // The small cross terms first, big * big last (as sgemm::warp_tile_mma_split):
             // the tensor cores' truncating adds then cost at most one rounding
             // of the big product's size (a K = 1 product: <= 3 ulp in all).
             sgemm::wgmma_tf32<BM>(part, small[s], a_big, s > 0);

@@ -177,6 +177,25 @@ def _smem_tile_floats(rows: int, cols: int) -> int:
     return max(rows * pad(cols), cols * pad(rows))
 
 
+def _split_tile_floats(lines: int, bk: int) -> int:
+    """Floats of a lines x bk k-tile split into big and small parts
+    (sgemm::SplitTile::FLOATS)."""
+    return lines * bk * 2
+
+
+def cuda_warp_tiled(stage: str = "tile_simdgroup", *, BK: int = 16) -> KernelSpec:
+    """tile_simdgroup on CUDA: 8 warps, each a 64x32 warp tile of m16n8k8
+    tensor-core products, on k-tiles split once into big and small TF32 parts
+    and double-buffered in shared memory (kernels/cuda/tile_simdgroup.cu)."""
+    bm, bn = 128, 128
+    return KernelSpec(
+        stage, "cuda", "tile_simdgroup.cu", (256, 1, 1), bm, bn,
+        (("BM", bm), ("BN", bn), ("BK", BK), ("WM", 64), ("WN", 32)),
+        shared_memory=2 * (_split_tile_floats(bm, BK) + _split_tile_floats(bn, BK)) * 4,
+        converts_on_load=True,
+    )
+
+
 def cuda_pipelined(
     stage: str = "tile_async", *, SPLIT: bool = True, STAGES: int = 4, BK: int = 16,
     GROUP_M: int = 8, min_blocks: int = 0,
@@ -184,13 +203,14 @@ def cuda_pipelined(
     """tile_async on CUDA: a ring of STAGES shared-memory k-tiles fed by cp.async."""
     bm, bn = 128, 128
     stage_floats = _smem_tile_floats(bm, BK) + _smem_tile_floats(BK, bn)
+    split_floats = _split_tile_floats(bm, BK) + _split_tile_floats(bn, BK)
     return KernelSpec(
         stage, "cuda", "tile_async.cu", (256, 1, 1), bm, bn,
         (("BM", bm), ("BN", bn), ("BK", BK), ("WM", 64), ("WN", 32),
          ("STAGES", STAGES), ("SPLIT", SPLIT), ("GROUP_M", GROUP_M)),
-        # STAGES k-tiles in flight, and with SPLIT the one being multiplied
-        # split into big and small parts (kernels/cuda/tile_async.cu).
-        shared_memory=(STAGES + 2 * bool(SPLIT)) * stage_floats * 4,
+        # STAGES k-tiles in flight, and with SPLIT two split k-tiles: one being
+        # multiplied, one being split (kernels/cuda/tile_async.cu).
+        shared_memory=(STAGES * stage_floats + 2 * bool(SPLIT) * split_floats) * 4,
         min_blocks=min_blocks,
     )
 
@@ -380,13 +400,7 @@ _SPECS = {
             (("BM", 128), ("BN", 256), ("BK", 8), ("TM", 8), ("TN", 16)),
             min_blocks=1, converts_on_load=True,
         ),
-        # 8 warps, each a 64x32 warp tile of m16n8k8 tensor-core products,
-        # operands split once into big and small TF32 tiles.
-        KernelSpec(
-            "tile_simdgroup", "cuda", "tile_simdgroup.cu", (256, 1, 1), 128, 128,
-            (("BM", 128), ("BN", 128), ("BK", 16), ("WM", 64), ("WN", 32)),
-            converts_on_load=True,
-        ),
+        cuda_warp_tiled(),
         cuda_pipelined(),
         cuda_wgmma(),
         # M <= 8 (decode-time x @ W): memory-bound (kernels/cuda/small_m.cu).

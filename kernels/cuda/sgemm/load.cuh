@@ -1,57 +1,12 @@
-// Global -> shared copies through registers: load_tile_split for one tile split into
-// its 3xTF32 parts, KTileStager for double-buffered k-tiles (fetch the next while
-// computing on this one, then store).
+// Global -> shared copies through registers: KTileStager for double-buffered k-tiles
+// (fetch the next while computing on this one, then store).
 // Operands of any element type; shared memory holds float32 (converted on the way).
 #ifndef MLX_SGEMM_LOAD_CUH
 #define MLX_SGEMM_LOAD_CUH
 
 #include "operand.cuh"
-#include "tf32.cuh"
 
 namespace sgemm {
-
-// Visit the ROWS x COLS tile of x at (r0, c0), zeros outside x, through
-// registers, converted to float32: store(r, c, v, along_rows) for each run of
-// 4 elements v at tile position (r, c), along the tile's row (v.x at (r, c),
-// v.y at (r, c + 1), ...) or down its column. x has layout L: 4-element loads
-// (16 bytes of float, 8 of halves) along its rows, or down its columns;
-// element by element where x's strides or the matrix edge do not allow them.
-// Consecutive threads take consecutive addresses of x, so loads coalesce.
-template <int ROWS, int COLS, int THREADS, Layout L, typename T, typename Store>
-__device__ inline void visit_tile(const Operand<T>& x, int r0, int c0, Store store) {
-  static_assert(ROWS % 4 == 0 && COLS % 4 == 0, "whole runs of 4");
-  constexpr int VECTORS = ROWS * COLS / 4;
-  static_assert(VECTORS % THREADS == 0, "every thread loads the same amount");
-  const bool vector = x.template vectorizes<L>();
-#pragma unroll
-  for (int j = 0; j < VECTORS / THREADS; ++j) {
-    const int i = j * THREADS + threadIdx.x;
-    if (L == ROW_MAJOR) {
-      const int r = i / (COLS / 4), c = (i % (COLS / 4)) * 4;
-      store(r, c, x.template load4<L>(r0 + r, c0 + c, vector), true);
-    } else {
-      const int c = i / (ROWS / 4), r = (i % (ROWS / 4)) * 4;
-      store(r, c, x.template load4<L>(r0 + r, c0 + c, vector), false);
-    }
-  }
-}
-
-// The ROWS x COLS tile of x at (r0, c0), zeros outside x, converted to
-// float32 and split into its 3xTF32 parts: big (x rounded to TF32) and small
-// (the rest, rounded to TF32), in two tiles laid out as Tile (an SmemTile in
-// x's own orientation, so that each run of 4 is one 16-byte store), split
-// once here for every warp that reads them (sgemm::split_tf32_fast; `probe`
-// turns NaN when an element is not finite or its big part overflows).
-template <typename Tile, int ROWS, int COLS, int THREADS, Layout L, typename T>
-__device__ inline void load_tile_split(float* big, float* small, const Operand<T>& x, int r0, int c0,
-                                       float& probe) {
-  visit_tile<ROWS, COLS, THREADS, L>(x, r0, c0, [&](int r, int c, float4 v, bool along_rows) {
-    float4 b, s;
-    split_tf32_fast4(v, b, s, probe);
-    Tile::store4(big, r, c, b, along_rows);
-    Tile::store4(small, r, c, s, along_rows);
-  });
-}
 
 // A tile copy in two halves, for double buffering, for the k-tiles of an operand
 // whose rows are k (the K x M view of A, B): the ROWS x COLS tiles at (k0, c0)
@@ -71,10 +26,10 @@ __device__ inline void load_tile_split(float* big, float* small, const Operand<T
 // transposed view) is scattered into four rows of the tile, and there a warp
 // takes 16 columns x 8 rows (two runs of 4 of each column: one 32-byte sector
 // of float32, half of one of halves)
-// instead of visit_tile's 4 columns x 32 rows. With a row stride LD = 4 (mod 8)
+// instead of 4 columns x 32 rows. With a row stride LD = 4 (mod 8)
 // the two float4s of a column land 16 banks apart (4 LD = 16 mod 32) and the 16
 // columns fill the other banks: each of the 4 scattered stores is served in one
-// pass. visit_tile's mapping puts a warp's 8 float4s of a column onto 2 banks, a
+// pass. That mapping puts a warp's 8 float4s of a column onto 2 banks, a
 // 4-way conflict, whatever the stride (as long as rows stay 16-byte aligned).
 template <int ROWS, int COLS, int THREADS, Layout L, typename T = float>
 struct KTileStager {

@@ -4,6 +4,8 @@
 #ifndef MLX_SGEMM_MMA_INT8_CUH
 #define MLX_SGEMM_MMA_INT8_CUH
 
+#include "ldmatrix.cuh"
+
 namespace sgemm {
 
 // D += A * B for one m16n8k32 tile: A 16x32 int8 row-major (4 registers of 4
@@ -22,19 +24,10 @@ __device__ inline void mma_m16n8k32_s8(
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Four 8x16-byte matrices from shared memory (ldmatrix .x4): lane l names the
-// 16-byte row (l % 8) of matrix l / 8 at `row` (a shared-state-space address,
-// 16-byte aligned); register m of lane l receives bytes 4 (l % 4)..+3 of row
-// l / 4 of matrix m. For int8 that is the m16n8k32 fragment layout above: A's
-// a0..a3 are the matrices (rows 0-7, k 0-15), (rows 8-15, k 0-15),
-// (rows 0-7, k 16-31), (rows 8-15, k 16-31); an n8 tile of B stored n-major
-// (K contiguous) gives b0, b1 of one k32 step per two matrices.
-__device__ inline void ldmatrix_x4(uint32_t (&r)[4], uint32_t row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(row));
-}
-
+// Their fragments by ldmatrix (sgemm::ldmatrix_x4): for int8 A's a0..a3 are
+// the matrices (rows 0-7, k 0-15), (rows 8-15, k 0-15), (rows 0-7, k 16-31),
+// (rows 8-15, k 16-31); an n8 tile of B stored n-major (K contiguous) gives
+// b0, b1 of one k32 step per two matrices.
 // Where lane `lane` points ldmatrix_x4 for the A fragment of the 16 rows from
 // `row0` and the 32 bytes of k from `k0` in a tile of rows `ld` bytes apart.
 __device__ inline uint32_t a_fragment_row(uint32_t tile, int ld, int row0, int k0, int lane) {

@@ -4,6 +4,8 @@
 #define MLX_SGEMM_MMA_SYNC_CUH
 
 #include "schedule.cuh"
+#include "ldmatrix.cuh"
+#include "split_tile.cuh"
 #include "tf32.cuh"
 
 namespace sgemm {
@@ -15,29 +17,17 @@ namespace sgemm {
 //   b0 (t, g)  b1 (t+4, g)
 //   d0 (g, 2t) d1 (g, 2t+1) d2 (g+8, 2t) d3 (g+8, 2t+1)
 __device__ inline void mma_m16n8k8_tf32(
-    float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+    float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-// d += A * B to float32 accuracy with three TF32 tensor-core products of the
-// operands' big and small parts (sgemm::split_tf32_fast): the small cross
-// terms first, big * big last; the a_small * b_small term falls below float32
-// rounding.
-__device__ inline void mma_3xtf32(
-    float (&d)[4], const uint32_t (&a_big)[4], const uint32_t (&a_small)[4],
-    const uint32_t (&b_big)[2], const uint32_t (&b_small)[2]) {
-  mma_m16n8k8_tf32(d, a_small, b_big);
-  mma_m16n8k8_tf32(d, a_big, b_small);
-  mma_m16n8k8_tf32(d, a_big, b_big);
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 // acc += part, tile by tile: a k-tile's products, summed from zero by the
 // tensor cores, added to the running sum by the FP32 units (see
-// warp_tile_mma_presplit).
+// warp_tile_mma_split).
 template <int MI, int NI>
 __device__ inline void add_tiles(float (&acc)[MI][NI][4], const float (&part)[MI][NI][4]) {
 #pragma unroll
@@ -78,20 +68,23 @@ __device__ inline void warp_tile_mma_tf32(
 #pragma unroll
       for (int e = 0; e < 2; ++e) b[e] = to_tf32(BTile::at(Bs, k + 4 * e, col));
 #pragma unroll
-      for (int i = 0; i < MI; ++i) mma_m16n8k8_tf32(acc[i][j], a[i], b);
+      for (int i = 0; i < MI; ++i) mma_m16n8k8_tf32(acc[i][j], a[i], b[0], b[1]);
     }
   }
 }
 
-// acc += As * Bs over one shared-memory k-tile to float32 accuracy (3xTF32),
-// for the warp whose WM x WN output tile starts at (wm0, wn0), on operands
-// split already: As_big / As_small hold the big and small TF32 parts of the
-// block's A tile, Bs_big / Bs_small of B's (sgemm::load_tile_split, or a pass
-// over a landed k-tile), each element split once for all the warps that read
-// it. A fragment is then two shared-memory loads, no arithmetic, and the
-// tensor cores get their three products per tile with little else between
-// them. Tiles are laid out as ATile / BTile (SmemTile: either orientation),
-// whose padded strides make the fragment reads conflict-free.
+// acc += As * Bs over one k-tile to float32 accuracy (3xTF32), for the warp
+// whose WM x WN output tile starts at (wm0, wn0) of the block, on k-tiles
+// split already into their big and small TF32 parts (sgemm::SplitTile: As the
+// block's BM x BK tile of A, Bs the BN x BK tile of B^T, in shared memory),
+// each element split once for all the warps that read it. The fragments come
+// by ldmatrix straight into the registers mma.sync reads: per 8 k the warp
+// issues 2 MI + NI loads for 3 MI NI tensor-core products, and nothing else
+// but their addresses, worked out once. Each product x_big y_big + x_small
+// y_big + x_big y_small is issued term by term over the whole warp tile, the
+// small cross terms first, big * big last (the small * small term falls below
+// float32 rounding): an accumulator's three products are MI NI products apart,
+// not back to back.
 //
 // The tensor cores add into their accumulator rounding toward zero, so letting
 // them accumulate over all of K biases every step the same way and the error
@@ -101,38 +94,49 @@ __device__ inline void warp_tile_mma_tf32(
 // units, rounding to nearest, add to `acc` (after Ootomo & Yokota, 2022).
 // Non-finite operands are the caller's concern (the split's probe): big parts
 // are used in the cross terms as they are.
-template <int MI, int NI, int BK, typename ATile, typename BTile>
-__device__ inline void warp_tile_mma_presplit(
-    float (&acc)[MI][NI][4], const float* As_big, const float* As_small, const float* Bs_big,
-    const float* Bs_small, int wm0, int wn0) {
-  const int lane = threadIdx.x % 32;
-  const int g = lane / 4, tg = lane % 4;
+template <int MI, int NI, int BK, int BM, int BN>
+__device__ inline void warp_tile_mma_split(
+    float (&acc)[MI][NI][4], const float* As, const float* Bs, int wm0, int wn0) {
+  using ATile = SplitTile<BM, BK>;
+  using BTile = SplitTile<BN, BK>;
+  const int lane = threadIdx.x % 32, matrix = lane / 8;
+  // The row this lane names for ldmatrix: A's matrices are (rows 0-7, k 0-3),
+  // (rows 8-15, k 0-3), (rows 0-7, k 4-7), (rows 8-15, k 4-7) of a 16-row
+  // tile, a0..a3; B's (lines 0-7: k 0-3, k 4-7) big, then small: b0, b1 big
+  // and b0, b1 small of an 8-line tile.
+  const int a_row = wm0 + (matrix % 2) * 8 + lane % 8, a_k = (matrix / 2) * 4;
+  const int b_line = wn0 + lane % 8, b_k = (matrix % 2) * 4;
+  const bool b_small = matrix / 2;
+  const uint32_t a_tile = static_cast<uint32_t>(__cvta_generic_to_shared(As));
+  const uint32_t b_tile = static_cast<uint32_t>(__cvta_generic_to_shared(Bs));
   float part[MI][NI][4] = {};
 #pragma unroll
   for (int kk = 0; kk < BK; kk += 8) {
-    uint32_t a_big[MI][4], a_small[MI][4];
+    uint32_t a_big[MI][4], a_small[MI][4], b[NI][4];
 #pragma unroll
     for (int i = 0; i < MI; ++i) {
-      const int r = wm0 + i * 16 + g, k = kk + tg;
-      const int rows[4] = {r, r + 8, r, r + 8}, ks[4] = {k, k, k + 4, k + 4};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        a_big[i][e] = __float_as_uint(ATile::at(As_big, rows[e], ks[e]));
-        a_small[i][e] = __float_as_uint(ATile::at(As_small, rows[e], ks[e]));
-      }
+      // Row a_row + 16 i has the swizzle of a_row (l % 8 is the same).
+      ldmatrix_x4(a_big[i], a_tile + 4 * (ATile::offset(a_row, kk + a_k, false) +
+                                          i * 16 * ATile::LINE_FLOATS));
+      ldmatrix_x4(a_small[i], a_tile + 4 * (ATile::offset(a_row, kk + a_k, true) +
+                                            i * 16 * ATile::LINE_FLOATS));
     }
 #pragma unroll
-    for (int j = 0; j < NI; ++j) {
-      const int k = kk + tg, col = wn0 + j * 8 + g;
-      uint32_t b_big[2], b_small[2];
+    for (int j = 0; j < NI; ++j)
+      ldmatrix_x4(b[j], b_tile + 4 * (BTile::offset(b_line, kk + b_k, b_small) +
+                                      j * 8 * BTile::LINE_FLOATS));
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        b_big[e] = __float_as_uint(BTile::at(Bs_big, k + 4 * e, col));
-        b_small[e] = __float_as_uint(BTile::at(Bs_small, k + 4 * e, col));
-      }
+    for (int j = 0; j < NI; ++j)
 #pragma unroll
-      for (int i = 0; i < MI; ++i) mma_3xtf32(part[i][j], a_big[i], a_small[i], b_big, b_small);
-    }
+      for (int i = 0; i < MI; ++i) mma_m16n8k8_tf32(part[i][j], a_small[i], b[j][0], b[j][1]);
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int i = 0; i < MI; ++i) mma_m16n8k8_tf32(part[i][j], a_big[i], b[j][2], b[j][3]);
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int i = 0; i < MI; ++i) mma_m16n8k8_tf32(part[i][j], a_big[i], b[j][0], b[j][1]);
   }
   add_tiles(acc, part);
 }

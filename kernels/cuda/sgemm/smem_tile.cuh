@@ -9,7 +9,7 @@ namespace sgemm {
 
 // Row stride of a shared-memory tile whose contiguous extent is EXTENT floats:
 // padded so that the warps' fragment reads hit 32 different banks (see
-// warp_tile_mma_presplit), and 16-byte rows for cp.async.
+// warp_tile_mma_tf32), and 16-byte rows for cp.async.
 template <int EXTENT>
 __host__ __device__ constexpr int padded() {
   return EXTENT + (EXTENT >= 64 ? 8 : 4);
