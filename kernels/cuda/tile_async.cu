@@ -74,9 +74,9 @@ sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP 
   auto start_loading = [&](int kt) {
     float* As = smem + (kt % STAGES) * STAGE_FLOATS;
     const bool whole_k = (kt + 1) * BK <= K;
-    if (a_whole && whole_k) a_plan.copy<BM * BK / 4 / THREADS>(As, kt);
+    if (a_whole && whole_k) a_plan.template copy<BM * BK / 4 / THREADS>(As, kt);
     else sgemm::cp_async_tile<BM, BK, THREADS, AL>(As, A, row0, kt * BK);
-    if (b_whole && whole_k) b_plan.copy<BK * BN / 4 / THREADS>(As + A_FLOATS, kt);
+    if (b_whole && whole_k) b_plan.template copy<BK * BN / 4 / THREADS>(As + A_FLOATS, kt);
     else sgemm::cp_async_tile<BK, BN, THREADS, BL>(As + A_FLOATS, B, kt * BK, col0);
   };
 
