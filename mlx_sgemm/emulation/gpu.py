@@ -6,8 +6,8 @@ all queued at once, none waiting for another's result on the host.
    scaling and the choice need.
 2. :func:`choose` (kernels/cuda/int8_choice.cu): the moduli and bits a side,
    or why the scheme cannot carry the product, made on the device by the rule
-   of :func:`mlx_sgemm.emulation.scheme.decide` (:class:`Choice` reads it back
-   when asked). The kernels after it read it where they run, so their grids
+   of :func:`mlx_sgemm.emulation.scheme.decide` (:meth:`Operands.assessment`
+   reads it back when asked). The kernels after it read it where they run, so their grids
    are sized for the most moduli the path takes (:data:`MAX_MODULI`) and the
    blocks of moduli past the choice stop at once.
 3. :func:`residues` (kernels/cuda/int8_residues.cu): each line scaled by its
@@ -32,7 +32,6 @@ from __future__ import annotations
 import functools
 import math
 import struct
-from dataclasses import dataclass
 
 import mlx.core as mx
 import numpy as np
@@ -82,12 +81,19 @@ def line_stats(x: mx.array, stream=None) -> mx.array:
                    32 * lines, stream)
 
 
+@functools.lru_cache(maxsize=256)
+def _choice_rule(k: int) -> tuple[int, ...]:
+    """int8_choice.cu's rule at K: the target bits, the path's bounds, and the
+    bits each count of moduli carries (made once per K: the op asks every call)."""
+    table = [_moduli.bits_for(max(k, 1), s) for s in range(1, len(_moduli.MODULI) + 1)]
+    return (k, scheme.default_target_bits(k), MAX_BITS, MAX_MODULI, *table)
+
+
 def choose(a_stats: mx.array, b_stats: mx.array, m: int, n: int, k: int, stream=None) -> mx.array:
     """The choice (int32 words, :data:`CHOICE_WORDS`) from the lines'
     statistics, on the device: scheme.decide's rule with its default target
     bits at this K, at most MAX_BITS a side and MAX_MODULI moduli."""
-    table = [_moduli.bits_for(max(k, 1), s) for s in range(1, len(_moduli.MODULI) + 1)]
-    params = _int32([m, n, k, scheme.default_target_bits(k), MAX_BITS, MAX_MODULI, *table])
+    params = _int32([m, n, *_choice_rule(k)])
     return _launch(specs.cuda_int8_choice(), [a_stats, b_stats, params], (len(CHOICE_WORDS),), mx.int32,
                    1024, stream)
 
@@ -99,25 +105,6 @@ def fixed_choice(k: int, s: int, bits: int | None = None) -> mx.array:
     if not 1 <= bits <= MAX_BITS:
         raise ValueError(f"{s} moduli keep {bits} bits a side, outside this path's 1..{MAX_BITS}")
     return _int32([s, bits] + [0] * (len(CHOICE_WORDS) - 2))
-
-
-@dataclass(frozen=True)
-class Choice:
-    """The device's choice for one product, read back (a synchronization): for
-    :func:`mlx_sgemm.emulation.op.assess`, not for the op, which never reads it."""
-
-    k: int
-    words: tuple[int, ...]
-
-    @classmethod
-    def read(cls, choice: mx.array, k: int) -> Choice:
-        return cls(k, tuple(int(v) for v in np.array(choice)))
-
-    def assessment(self) -> scheme.Assessment:
-        w = dict(zip(CHOICE_WORDS, self.words))
-        return scheme.assessment(self.k, w["moduli"], w["bits"], w["reason"], (w["a_lost"], w["b_lost"]),
-                                 (w["a_span"], w["b_span"]), w["wide_operand"], w["wide_line"], MAX_BITS,
-                                 MAX_MODULI)
 
 
 RESIDUE_BLOCK_LINES = 64  # lines a block of int8_residues.cu covers
@@ -208,21 +195,24 @@ class Operands:
         self.choice = choose(self.a_stats, self.b_stats, m, b.shape[1], k, stream)
 
     def assessment(self) -> scheme.Assessment:
-        """The choice, read back (a synchronization)."""
-        return Choice.read(self.choice, self.a.shape[1]).assessment()
+        """The device's choice, read back (a synchronization: for
+        :func:`mlx_sgemm.emulation.op.assess`; the op never reads it)."""
+        w = dict(zip(CHOICE_WORDS, (int(v) for v in np.array(self.choice))))
+        return scheme.assessment(self.a.shape[1], w["moduli"], w["bits"], w["reason"], (w["a_lost"], w["b_lost"]),
+                                 (w["a_span"], w["b_span"]), w["wide_operand"], w["wide_line"], MAX_BITS,
+                                 MAX_MODULI)
 
 
-def emulated(a: mx.array, b: mx.array, s: int | None = None, stream=None,
-             operands: Operands | None = None, bits: int | None = None) -> mx.array:
+def emulated(a: mx.array, b: mx.array, s: int | None = None, stream=None, bits: int | None = None) -> mx.array:
     """float32 a @ b (2-D float32) by the scheme: with the device's choice of
     moduli and bits (``s`` None), or with s moduli and the bits they carry (or
-    ``bits``). ``operands``: a and b as prepared for the choice."""
+    ``bits``)."""
     m, k = a.shape
     n = b.shape[1]
     _moduli.check_k(k)
     if min(m, n, k) == 0:
         return mx.zeros((m, n), dtype=mx.float32, stream=stream)
-    x = operands or Operands(a, b, stream)
+    x = Operands(a, b, stream)
     if s is None:
         choice, s_min, s_max = x.choice, least_moduli(k), MAX_MODULI
     else:

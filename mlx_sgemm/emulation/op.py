@@ -71,9 +71,8 @@ def _host_verdict(a: mx.array, b: mx.array, moduli: int | None, path: str) -> sc
     elif path == "wgmma":
         return None
     elif path == "numpy":
-        lines = [scheme.line_exponents(*scheme.line_extremes(x, axis), x.shape[axis])
-                 for x, axis in ((np.array(a), 1), (np.array(b), 0))]
-        verdict = scheme.decide(k, *lines, max_bits=gpu.MAX_BITS, max_moduli=gpu.MAX_MODULI)
+        verdict = scheme.decide(k, scheme.exponents(np.array(a), 1), scheme.exponents(np.array(b), 0),
+                                max_bits=gpu.MAX_BITS, max_moduli=gpu.MAX_MODULI)
     else:
         verdict = scheme.decide(k, _NO_LINES, _NO_LINES)
     if verdict.reason is None and path == "fallback":

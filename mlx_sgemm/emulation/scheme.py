@@ -119,7 +119,8 @@ def line_exponents(top_val: np.ndarray, total: np.ndarray, low_val: np.ndarray, 
     return norm_exp.astype(np.int64), np.maximum(lost, 0).astype(np.int64), np.maximum(span, 0).astype(np.int64)
 
 
-def _exponents(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def exponents(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`line_exponents` of x's rows (axis=1) or columns (axis=0)."""
     return line_exponents(*line_extremes(x, axis), x.shape[axis])
 
 
@@ -141,7 +142,7 @@ def assess(a: np.ndarray, b: np.ndarray, target_bits: int | None = None,
         if not np.isfinite(x).all():
             return Assessment(k=k, bits=0, moduli=None, a_lost_bits=0, b_lost_bits=0, a_span=0,
                               b_span=0, wide=None, reason=f"{name} holds inf or NaN")
-    return decide(k, _exponents(a, 1), _exponents(b, 0), target_bits, max_moduli)
+    return decide(k, exponents(a, 1), exponents(b, 0), target_bits, max_moduli)
 
 
 class Reason(enum.IntEnum):
@@ -193,7 +194,7 @@ def decide(k: int, a_lines, b_lines, target_bits: int | None = None,
 def assessment(k: int, moduli: int, bits: int, reason: int, lost: tuple[int, int], spans: tuple[int, int],
                wide_operand: int, wide_line: int, max_bits: int | None, max_moduli: int) -> Assessment:
     """The :class:`Assessment` of a choice given as numbers (:func:`decide`'s,
-    or the device's words, mlx_sgemm.emulation.gpu.Choice), its reason in words."""
+    or the device's words, mlx_sgemm.emulation.gpu.Operands.assessment), its reason in words."""
     wide = None
     if wide_operand:
         name, line = (("a", "row"), ("b", "column"))[wide_operand - 1]
