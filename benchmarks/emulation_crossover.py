@@ -7,7 +7,7 @@ products, in alternating rounds in one process.
 "wgmma" is matmul's kernel when the emulation is not chosen
 (``kernel_choice.choose`` without it), so the comparison holds whichever of
 the two matmul picks; ``matmul`` is the op as it chooses. The rule in
-mlx_sgemm.dispatch.kernel_choice (EMULATION_MIN_SIDE, EMULATION_MIN_VOLUME) comes from these rows.
+mlx_sgemm.dispatch.kernel_choice (EMULATION_MIN_SIDE, EMULATION_MIN_CUBE) comes from these rows.
 Needs a Hopper GPU.
 """
 

@@ -264,13 +264,13 @@ def explain(
     }
     if spec.shared_memory:
         parameters["shared_memory"] = f"{spec.shared_memory // 1024} KB"
-    if kernel_choice.is_emulated(how):
+    emulated = kernel_choice.is_emulated(how)
+    if emulated:
         from .emulation import gpu
 
         parameters["moduli"] = (f"{gpu.least_moduli(p.K)}-{gpu.MAX_MODULI}, chosen on the GPU from the "
                                 "operands (mlx_sgemm.emulation.op.assess reads the choice)")
-    unit = ("int8" if kernel_choice.is_emulated(how)
-            else "fma" if spec.source_file.split(".")[0] in _FMA_KERNELS else "tensor")
+    unit = "int8" if emulated else "fma" if spec.source_file.split(".")[0] in _FMA_KERNELS else "tensor"
     if backend == device.METAL:
         contract = "float32 (Apple GPUs have no TF32 mode)" if precision == "tf32" else "float32: simdgroup matrices in float32"
     else:

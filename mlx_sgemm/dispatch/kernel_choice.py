@@ -64,7 +64,7 @@ _WGMMA_ROWS = {"float32": (32, 64, 128), "tf32": (32, 64, 128, 256)}
 # choices as this spec (its products' kernel, for the name and the tile):
 # ops and the autotuner run mlx_sgemm.int8_emulated for it. On Hopper at
 # float32 it is the choice for one product (no batch) with every side at least
-# EMULATION_MIN_SIDE and M N K at least EMULATION_MIN_VOLUME, K within the
+# EMULATION_MIN_SIDE and M N K at least EMULATION_MIN_CUBE^3, K within the
 # int32 bound of its INT8 products. H100, against the 3xTF32 wgmma pipeline
 # in the same process (benchmarks/emulation_crossover.py,
 # results/emulation-crossover-2026-11-25-h100.csv): 1.16x at 6144^3, 1.43x at
@@ -72,7 +72,7 @@ _WGMMA_ROWS = {"float32": (32, 64, 128), "tf32": (32, 64, 128, 256)}
 # 4096 x 4096; 0.98x at 5120^3, 0.84x at 4096^3, 0.82-0.95x with a side of
 # 2048 (its phases around the products, ~1 ms at 8192^3, weigh more there).
 EMULATED = dataclasses.replace(specs.cuda_int8_products(), stage="int8_emulated")
-EMULATION_MIN_SIDE, EMULATION_MIN_VOLUME = 4096, 6144**3
+EMULATION_MIN_SIDE, EMULATION_MIN_CUBE = 4096, 6144
 
 
 def is_emulated(launch: Launch) -> bool:
@@ -80,9 +80,15 @@ def is_emulated(launch: Launch) -> bool:
     return launch.spec.stage == EMULATED.stage
 
 
+def _emulation_runs(p: Plan) -> bool:
+    """Whether the emulation takes ``p`` at all: one product, K within its bound."""
+    return p.batch == 1 and p.K <= INT32_EXACT_K
+
+
 def _emulation_serves(p: Plan) -> bool:
-    return (p.batch == 1 and p.K <= INT32_EXACT_K and min(p.M, p.N, p.K) >= EMULATION_MIN_SIDE
-            and p.M * p.N * p.K >= EMULATION_MIN_VOLUME)
+    """Whether the rule picks the emulation for ``p`` (where it was measured faster)."""
+    return (_emulation_runs(p) and min(p.M, p.N, p.K) >= EMULATION_MIN_SIDE
+            and p.M * p.N * p.K >= EMULATION_MIN_CUBE**3)
 
 
 SMALL_M = 8  # rows of C up to which the product is memory-bound (small_m)
@@ -179,7 +185,7 @@ def choose_with_rule(
             if precision == "float32" and p is not None and _emulation_serves(p):
                 return EMULATED, (
                     f"Hopper, float32, one product with M, N and K >= {EMULATION_MIN_SIDE} and MNK >= "
-                    "6144^3: the INT8 emulation (Ozaki scheme II, chapter 7), faster there than the 3xTF32 "
+                    f"{EMULATION_MIN_CUBE}^3: the INT8 emulation (Ozaki scheme II, chapter 7), faster there than the 3xTF32 "
                     "wgmma pipeline")
             spec = _hopper(precision, 128 if p is None else p.M)
             return spec, (
@@ -295,7 +301,7 @@ def candidates(backend: str, precision: str, p: Plan) -> list[Launch]:
                 add(specs.cuda_wgmma(base.stage, SPLIT=float32, STAGES=stages, GROUP_M=group_m,
                                      BM=base.block_m, IN_FLIGHT=t["IN_FLIGHT"],
                                      LOOKAHEAD=t["LOOKAHEAD"], TMA=t["TMA"]), splits)
-            if float32 and p.batch == 1 and p.K <= INT32_EXACT_K and p.M > SMALL_M:
+            if float32 and _emulation_runs(p) and p.M > SMALL_M:
                 add(EMULATED)
         add(_without_wgmma(precision))
         if p.M <= 4 * SMALL_M:
