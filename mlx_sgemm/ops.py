@@ -344,7 +344,7 @@ def _route_depends() -> tuple:
 
 @functools.cache
 def _stage_kernel(stage: str) -> Callable[[str, Plan], kernel_choice.Launch]:
-    return lambda backend, _plan: kernel_choice.Launch(specs.spec(stage, backend))
+    return lambda backend, _plan: kernel_choice.Launch(kernel_choice.stage_spec(stage, backend))
 
 
 def _make_op(stage: str):

@@ -93,10 +93,12 @@ sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP 
   // B's split tiles hold B^T (lines of k): the B tile's element (k, n) is
   // element (n, k) of the N x K view, whose layout is the other one.
   constexpr sgemm::Layout BT = BL == sgemm::ROW_MAJOR ? sgemm::COL_MAJOR : sgemm::ROW_MAJOR;
+  // The k-tile's 8-k steps as a loop, not unrolled: unrolled, the compiler
+  // loads every step's fragments up front and, at BK = 32, spills.
   auto multiply_split = [&](int kt) {
     const float* tiles = split + (kt % 2) * SPLIT_FLOATS;
-    sgemm::warp_tile_mma_split<WM / 16, WN / 8, BK, BM, BN>(acc, tiles, tiles + A_SPLIT_FLOATS,
-                                                            wm0, wn0);
+    sgemm::warp_tile_mma_split<WM / 16, WN / 8, BK, BM, BN, 1>(acc, tiles, tiles + A_SPLIT_FLOATS,
+                                                               wm0, wn0);
   };
   for (int kt = 0; kt < k_tiles; ++kt) {
     sgemm::cp_async_wait<STAGES - 2>();

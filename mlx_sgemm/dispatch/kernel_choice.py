@@ -44,6 +44,10 @@ PRECISIONS = ("float32", "tf32")
 # CUDA TF32 without wgmma: BK 32, 3 stages: 54.5 TFLOP/s at 8192^3 on an H200.
 _CUDA_TF32 = specs.cuda_pipelined("matmul_tf32", SPLIT=False, BK=32, STAGES=3)
 _HOPPER_FLOAT32 = specs.spec("tile_wgmma", "cuda")
+# tile_async's ring (specs.cuda_pipelined: BK 32, two stages, 200 KB of shared
+# memory) fits the 227 KB a Hopper block may have; where there is less (an
+# A100's block may have 163 KB), BK 16 with four stages (138 KB).
+_TILE_ASYNC_LESS_SHARED_MEMORY = specs.cuda_pipelined(BK=16, STAGES=4)
 _HOPPER_TF32 = specs.cuda_wgmma("matmul_tf32_wgmma", SPLIT=False)
 # TF32's 256-row blocks (every product of more than 128 rows): one k-tile's
 # products in flight across the next one's barrier, one k-tile of copies
@@ -221,6 +225,15 @@ def wgmma_launch(precision: str, p: Plan) -> Launch:
 def wgmma_variants(precision: str) -> list[specs.KernelSpec]:
     """The tile_wgmma specs matmul may run at ``precision`` on Hopper."""
     return [_hopper(precision, rows) for rows in _WGMMA_ROWS[precision]]
+
+
+def stage_spec(stage: str, backend: str, wgmma: bool | None = None) -> specs.KernelSpec:
+    """The kernel of the journey's stage ``stage`` on this device (on a CUDA
+    GPU with or without wgmma, Hopper's shared memory, where ``wgmma`` says)."""
+    hopper = device.has_wgmma() if wgmma is None else wgmma
+    if stage == "tile_async" and backend == device.CUDA and not hopper:
+        return _TILE_ASYNC_LESS_SHARED_MEMORY
+    return specs.spec(stage, backend)
 
 
 def _without_wgmma(precision: str) -> specs.KernelSpec:

@@ -35,12 +35,13 @@ from .cuda_compilers import (
 )
 
 REQUIRED = bool(os.environ.get("MLX_SGEMM_REQUIRE_CUDA_TOOLS"))
-# Every registered stage, the tile_wgmma variants matmul picks on Hopper, and
-# the INT8 emulation's kernels.
+# Every registered stage, the tile_wgmma variants matmul picks on Hopper, the
+# INT8 emulation's kernels, and tile_async as built for GPUs without Hopper's
+# shared memory.
 CUDA_SPECS = specs.specs("cuda") + [
     spec for precision in kernel_choice.PRECISIONS for spec in kernel_choice.wgmma_variants(precision)
     if spec not in specs.specs("cuda")
-] + specs.emulation_specs("cuda")
+] + specs.emulation_specs("cuda") + [kernel_choice.stage_spec("tile_async", "cuda", wgmma=False)]
 
 
 def needs(available: bool, what: str):

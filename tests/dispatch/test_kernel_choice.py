@@ -116,3 +116,16 @@ def test_the_autotuner_tries_the_emulation_on_hopper_float32(monkeypatch):
                   kernel_choice.candidates(device.CUDA, "float32", plan((3, 300, 500), (500, 700))),
                   kernel_choice.candidates(device.CUDA, "float32", plan((8, 500), (500, 700)))):
         assert not any(kernel_choice.is_emulated(c) for c in other)
+
+
+def test_tile_async_fits_the_shared_memory_of_the_gpu_it_runs_on():
+    """Hopper's 227 KB a block take tile_async's 200 KB ring; an A100's 163 KB
+    take the smaller one, the same stage with BK 16 and four stages."""
+    hopper = kernel_choice.stage_spec("tile_async", device.CUDA, wgmma=True)
+    other = kernel_choice.stage_spec("tile_async", device.CUDA, wgmma=False)
+    assert hopper == specs.spec("tile_async", device.CUDA)
+    assert 163 * 1024 < hopper.shared_memory <= 227 * 1024
+    assert other.shared_memory <= 163 * 1024 and other.stage == "tile_async"
+    assert dict(other.template)["BK"] == 16 and dict(hopper.template)["BK"] == 32
+    assert kernel_choice.stage_spec("tile_simdgroup", device.CUDA, wgmma=False) == specs.spec(
+        "tile_simdgroup", device.CUDA)

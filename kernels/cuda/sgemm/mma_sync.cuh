@@ -94,7 +94,11 @@ __device__ inline void warp_tile_mma_tf32(
 // units, rounding to nearest, add to `acc` (after Ootomo & Yokota, 2022).
 // Non-finite operands are the caller's concern (the split's probe): big parts
 // are used in the cross terms as they are.
-template <int MI, int NI, int BK, int BM, int BN>
+//
+// UNROLL: how many of the k-tile's BK / 8 steps are unrolled. All, by default;
+// a caller short of registers unrolls fewer, so that the compiler does not
+// hoist every step's fragment loads to the top at the cost of spills.
+template <int MI, int NI, int BK, int BM, int BN, int UNROLL = BK / 8>
 __device__ inline void warp_tile_mma_split(
     float (&acc)[MI][NI][4], const float* As, const float* Bs, int wm0, int wn0) {
   using ATile = SplitTile<BM, BK>;
@@ -110,7 +114,7 @@ __device__ inline void warp_tile_mma_split(
   const uint32_t a_tile = static_cast<uint32_t>(__cvta_generic_to_shared(As));
   const uint32_t b_tile = static_cast<uint32_t>(__cvta_generic_to_shared(Bs));
   float part[MI][NI][4] = {};
-#pragma unroll
+#pragma unroll UNROLL
   for (int kk = 0; kk < BK; kk += 8) {
     uint32_t a_big[MI][4], a_small[MI][4], b[NI][4];
 #pragma unroll
