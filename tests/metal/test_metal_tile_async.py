@@ -1,6 +1,6 @@
 """tile_async and gemm (kernels/metal/tile_async.metal) in the Metal harness.
 
-Seed 002's simdgroup_async_copy kernel, double buffered, for any M, N, K and
+The simdgroup_async_copy kernel of Fast Matrix Multiply on an Apple GPU, double buffered, for any M, N, K and
 layout, and with C = alpha A B + beta C_in as gemm. Every case states which
 copy path each operand takes (the async copy, or the element copy for layouts
 it does not suit and for `constant` operands), and the harness's count of
