@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
+import re
 from pathlib import Path
 
 import mlx.core as mx
@@ -149,23 +150,30 @@ def _layouts(backend: str, spec, b_transposed: bool) -> dict:
 
 def _nearest_recorded(backend: str, precision: str, M: int, N: int, K: int, b_transposed: bool) -> dict | None:
     """matmul's recorded ratio to mx.matmul at the measured shape nearest to
-    M x N x K (log distance), from the recorded shape suites and sweeps."""
+    M x N x K (log distance), from the recorded shape suites and sweeps; of
+    runs equally near, the newest (by the date in its name): it measured the
+    kernels as they are now."""
     if backend != device.CUDA:
         return None  # every recorded run is on NVIDIA GPUs
     best, best_distance = None, math.inf
     for directory in results.recorded_directories():
-        for path in sorted(Path(directory).glob("*.csv")):
+        for path in sorted(Path(directory).glob("*.csv"), key=_date_then_name):
             with open(path, newline="") as f:
                 for row in csv.DictReader(f):
                     found = _recorded_row(row, precision, b_transposed)
                     if found is None:
                         continue
                     distance = sum(abs(math.log(x / y)) for x, y in zip(found["mnk"], (M, N, K)))
-                    if distance < best_distance:
+                    if distance <= best_distance:
                         best, best_distance = dict(found, file=path.name), distance
         if best:
             break
     return best
+
+
+def _date_then_name(path: Path) -> tuple[str, str]:
+    date = re.search(r"\d{4}-\d{2}-\d{2}", path.name)
+    return (date.group() if date else "", path.name)
 
 
 def _recorded_row(row: dict, precision: str, b_transposed: bool) -> dict | None:

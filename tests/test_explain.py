@@ -92,3 +92,21 @@ def test_explain_errors_name_the_argument():
     with pytest.raises(ValueError):
         mlx_sgemm.explain((2, 3), (4, 5), backend="cuda")  # K mismatch, as mx.matmul says
     assert mlx_sgemm.explain((0, 3), (3, 4), backend="cuda").kernel == "none"
+
+
+def test_explain_quotes_the_newest_of_equally_near_recorded_runs(tmp_path, monkeypatch):
+    """Two runs measured the same shape: the newer one (by the date in its
+    name, whatever its name sorts as) measured the kernels as they are now."""
+    from mlx_sgemm.bench import results
+
+    header = "device,kernel,precision,M,N,K,gflops,x_matmul\n"
+    (tmp_path / "bench-2026-11-26-h100.csv").write_text(header + "New GPU,matmul,float32,64,64,64,2000,2.5\n")
+    (tmp_path / "bench-2026-11-24.csv").write_text(header + "Old GPU,matmul,float32,64,64,64,1000,1.5\n")
+    (tmp_path / "targets-2026-11-22.csv").write_text(header + "Old GPU,matmul,float32,64,64,64,1000,1.4\n")
+    (tmp_path / "bench-2026-11-20.csv").write_text(header + "Older GPU,matmul,float32,32,32,32,500,1.2\n")
+    monkeypatch.setattr(results, "recorded_directories", lambda: [tmp_path])
+    e = mlx_sgemm.explain((64, 64), (64, 64), backend="cuda")
+    assert (e.recorded["device"], e.recorded["ratio"], e.recorded["file"]) == (
+        "New GPU", 2.5, "bench-2026-11-26-h100.csv")
+    near = mlx_sgemm.explain((30, 30), (30, 30), backend="cuda")  # nearer the old shape: distance decides
+    assert near.recorded["device"] == "Older GPU"
