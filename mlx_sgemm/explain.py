@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
-import re
 from pathlib import Path
 
 import mlx.core as mx
@@ -157,7 +156,7 @@ def _nearest_recorded(backend: str, precision: str, M: int, N: int, K: int, b_tr
         return None  # every recorded run is on NVIDIA GPUs
     best, best_distance = None, math.inf
     for directory in results.recorded_directories():
-        for path in sorted(Path(directory).glob("*.csv"), key=_date_then_name):
+        for path in sorted(Path(directory).glob("*.csv"), key=results.oldest_first):
             with open(path, newline="") as f:
                 for row in csv.DictReader(f):
                     found = _recorded_row(row, precision, b_transposed)
@@ -169,11 +168,6 @@ def _nearest_recorded(backend: str, precision: str, M: int, N: int, K: int, b_tr
         if best:
             break
     return best
-
-
-def _date_then_name(path: Path) -> tuple[str, str]:
-    date = re.search(r"\d{4}-\d{2}-\d{2}", path.name)
-    return (date.group() if date else "", path.name)
 
 
 def _recorded_row(row: dict, precision: str, b_transposed: bool) -> dict | None:

@@ -63,8 +63,7 @@ class Recorded:
 
     @property
     def date(self) -> str:
-        found = re.search(r"\d{4}-\d{2}-\d{2}", self.path.name)
-        return found.group(0) if found else "date not in the file name"
+        return results.run_date(self.path) or "date not in the file name"
 
 
 def _read(path: Path, columns: tuple[str, ...], numeric: dict) -> list[dict]:

@@ -8,6 +8,7 @@ shows the newest of them.
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 from . import peaks
@@ -84,11 +85,22 @@ def recorded_directories() -> list[Path]:
     return [d for d in _RECORDED_CANDIDATES if d.is_dir()]
 
 
+def run_date(path: Path) -> str | None:
+    """The date (YYYY-MM-DD) in a recorded run's file name, or None."""
+    found = re.search(r"\d{4}-\d{2}-\d{2}", Path(path).name)
+    return found.group() if found else None
+
+
+def oldest_first(path: Path) -> tuple[str, str]:
+    """Sort key of recorded runs: by the date in the name, then by the name."""
+    return run_date(path) or "", Path(path).name
+
+
 def newest_recorded(directories=_RECORDED_CANDIDATES, pattern: str = "bench-*.csv") -> Path | None:
     """The most recent recorded run whose name matches ``pattern`` (by the date
     in its name), or None."""
     for directory in directories:
-        runs = sorted(Path(directory).glob(pattern))
+        runs = sorted(Path(directory).glob(pattern), key=oldest_first)
         if runs:
             return runs[-1]
     return None
