@@ -2,11 +2,10 @@
 
 The simdgroup_async_copy kernel of Fast Matrix Multiply on an Apple GPU,
 double buffered, for any M, N, K and layout, and with C = alpha A B + beta C_in
-as gemm. Every case states which
-copy path each operand takes (the async copy, or the element copy for layouts
-it does not suit and for `constant` operands), and the harness's count of
-async copies proves it. The mutations show that the tests see the races double
-buffering invites, on both paths.
+as gemm. Every case states which copy path each operand takes (the async copy,
+or the element copy for layouts it does not suit and for `constant` operands),
+and the harness's count of async copies proves it. The mutations show that the
+tests see the races double buffering invites, on both paths.
 """
 
 from __future__ import annotations
