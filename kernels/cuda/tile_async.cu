@@ -4,33 +4,45 @@
 #include "sgemm/operand.cuh"
 #include "sgemm/schedule.cuh"
 #include "sgemm/smem_tile.cuh"
+#include "sgemm/split_ring.cuh"
 #include "sgemm/split_tile.cuh"
 // Stage 5, tile_async: hide memory latency behind the matrix units.
 //
-// In tile_simdgroup every k-step waits for its tiles to arrive from device
-// memory, then computes, then waits again. Here cp.async copies run STAGES - 1
+// In tile_simdgroup each k-tile goes from device memory through the loading
+// threads' registers, so a thread has one k-tile in flight and waits for it
+// before it can split and store it. Here cp.async copies run STAGES - 1
 // k-tiles ahead into a ring of shared-memory buffers, straight from device
 // memory to shared memory (no registers in between), so the loads of later
-// k-tiles are in flight while the warps compute on the current one; one barrier
-// per k-tile. Blocks walk the output in bands of GROUP_M tile rows (see
-// sgemm::locate_tile) so what they read is still in L2 for their neighbours.
+// k-tiles are in flight while the current one is split and multiplied. Blocks
+// walk the output in bands of GROUP_M tile rows (see sgemm::locate_tile) so
+// what they read is still in L2 for their neighbours.
 //
 // A copy cannot transpose, so each operand's tiles keep its own orientation in
-// shared memory (sgemm::SmemTile) and the main loop is compiled per layout pair.
+// shared memory (sgemm::SmemTile), the copies compiled per layout pair.
 // SPLIT: 3xTF32 (float32 accuracy) or single-pass TF32 (cuBLAS's TF32 mode).
 // float32 operands only: a copy moves bytes, and the tensor cores read these
 // tiles as float32, so half operands are cast to float32 (in MLX) first.
 //
 // With SPLIT the warps multiply tile_simdgroup's split k-tiles in fragment
 // order (sgemm::SplitTile, sgemm::warp_tile_mma_split), which a copy cannot
-// make either: each landed k-tile is split once into one of two split buffers
-// (sgemm::SplitTileStager, from shared memory) a k-tile ahead of the products,
-// in the same iteration as they run on the other buffer, so the one barrier a
-// k-tile also hands the split buffers over. Inf and NaN as in tile_simdgroup
-// (the split's probe, outputs recomputed with FMAs).
+// make either: each landed k-tile is split once (sgemm::SplitTileStager, from
+// shared memory). Inf and NaN as in tile_simdgroup (the split's probe, outputs
+// recomputed with FMAs).
+// - On Hopper (LOADERS = 4), tile_simdgroup's block: a loading warpgroup
+//   issues the copies, waits for each k-tile to land (its own barrier, for the
+//   4 warps' copies), splits it into the ring of SPLIT_STAGES split k-tiles the
+//   8 multiplying warps read (sgemm::SplitRing). Its k-tiles are in flight
+//   without it holding them, so it keeps ahead of the multipliers, which
+//   tile_simdgroup's loaders do not: H200, 4096^3 / 8192^3, 49.4-50.6 /
+//   51.7-51.9 TFLOP/s against tile_simdgroup's 41.6-43.1 / 44.2
+//   (docs/performance-log.md, "tile_async: a loading warpgroup").
+// - Elsewhere, and for TF32 (LOADERS = 0), the 8 warps copy, split and
+//   multiply: each landed k-tile is split into one of two split buffers a
+//   k-tile ahead of the products, in the same iteration as they run on the
+//   other buffer, so one barrier a k-tile hands over both rings.
 constexpr int WARPS_N = BN / WN;
-constexpr int THREADS = (BM / WM) * WARPS_N * 32;
-static_assert(THREADS == 256, "the spec launches 256 threads");
+constexpr int THREADS = (BM / WM) * WARPS_N * 32 + 32 * LOADERS;
+static_assert(LOADERS == 0 || (LOADERS == 4 && SPLIT), "none or a warpgroup loading (3xTF32)");
 
 // STAGES buffers of (A tile, B tile), each sized for either orientation, and
 // with SPLIT two buffers of (A tile, B^T tile) split, in fragment order. The
@@ -47,6 +59,53 @@ if (threadIdx.x == 0) saw_non_finite = 0;
 
 const sgemm::Tile<> t = sgemm::locate_tile<GROUP_M>(
     BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
+if constexpr (LOADERS > 0) {
+  // The loaders' registers: copy plans, and a k-tile's runs of A, then of B,
+  // on their way from the landed k-tile into the ring.
+  using Ring = sgemm::SplitRing<BM, BN, BK, SPLIT_STAGES, 136>;
+  static_assert(LOADERS == 0 || THREADS == Ring::THREADS, "the ring's block");
+  constexpr int LOAD_THREADS = Ring::LOAD_THREADS;
+  float* const raw = reinterpret_cast<float*>(smem_float4);
+  const Ring ring{raw + STAGES * STAGE_FLOATS};
+  const int k_tiles = (t.K + BK - 1) / BK;
+  __syncthreads();  // saw_non_finite is 0
+  if (Ring::loads()) {
+    sgemm::registers_decrease<Ring::LOAD_REGISTERS>();
+    sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) {
+      constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
+      const sgemm::KTileCopies<BM, BN, BK, LOAD_THREADS, AL, BL, A_FLOATS> copies(t.A, t.B, t.row0, t.col0);
+      auto start_loading = [&](int kt) { copies.start(raw + (kt % STAGES) * STAGE_FLOATS, kt); };
+      // The first STAGES - 1 k-tiles in flight; one group committed a k-tile
+      // (empty past the end), as below.
+      for (int kt = 0; kt < STAGES - 1; ++kt) {
+        if (kt < k_tiles) start_loading(kt);
+        sgemm::cp_async_commit();
+      }
+      float probe = 0.0f;  // NaN once this thread has split an Inf or NaN
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        // k-tile kt has landed, every loader's copies of it (and every loader
+        // is done splitting kt - 1, whose buffer the next copy reuses).
+        sgemm::cp_async_wait<STAGES - 2>();
+        sgemm::barrier_sync(Ring::LOADERS_BARRIER, LOAD_THREADS);
+        if (kt + STAGES - 1 < k_tiles) start_loading(kt + STAGES - 1);
+        sgemm::cp_async_commit();
+        sgemm::split_landed_k_tile<AL, BL, BM, BN, BK, LOAD_THREADS, A_FLOATS>(
+            raw + (kt % STAGES) * STAGE_FLOATS, ring.slot(kt), probe);
+        ring.loaded(kt);
+      }
+      if (!(probe == 0.0f)) saw_non_finite = 1;
+    });
+    __syncthreads();  // saw_non_finite is final
+  } else {
+    sgemm::registers_increase<Ring::MMA_REGISTERS>();
+    int wm0, wn0;
+    Ring::warp_tile(wm0, wn0);
+    float acc[WM / 16][WN / 8][4] = {};
+    ring.multiply(acc, k_tiles, wm0, wn0);
+    __syncthreads();
+    sgemm::store_warp_tile(t, acc, wm0, wn0, saw_non_finite != 0);
+  }
+} else {
 const int warp = threadIdx.x / 32;
 const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
 const int k_tiles = (t.K + BK - 1) / BK;
@@ -62,23 +121,9 @@ sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP 
   float* const split = smem + STAGES * STAGE_FLOATS;
 
   // The operands as values of this function (read through the captured tile,
-  // each copy would load them again from memory). Tiles wholly inside their
-  // operand (all but the edge blocks' and a last partial k-tile) are copied by
-  // a plan made once (sgemm::CopyPlan), not by per-copy index arithmetic.
-  const sgemm::Operand<> A = t.A, B = t.B;
-  const int row0 = t.row0, col0 = t.col0, K = t.K;
-  const bool a_whole = row0 + BM <= A.rows && A.template vectorizes<AL>();
-  const bool b_whole = col0 + BN <= B.cols && B.template vectorizes<BL>();
-  const auto a_plan = sgemm::CopyPlan::of<ATile, THREADS>(A, row0, 0, BK * A.cs);
-  const auto b_plan = sgemm::CopyPlan::of<BTile, THREADS>(B, 0, col0, BK * B.rs);
-  auto start_loading = [&](int kt) {
-    float* As = smem + (kt % STAGES) * STAGE_FLOATS;
-    const bool whole_k = (kt + 1) * BK <= K;
-    if (a_whole && whole_k) a_plan.template copy<BM * BK / 4 / THREADS>(As, kt);
-    else sgemm::cp_async_tile<BM, BK, THREADS, AL>(As, A, row0, kt * BK);
-    if (b_whole && whole_k) b_plan.template copy<BK * BN / 4 / THREADS>(As + A_FLOATS, kt);
-    else sgemm::cp_async_tile<BK, BN, THREADS, BL>(As + A_FLOATS, B, kt * BK, col0);
-  };
+  // each copy would load them again from memory).
+  const sgemm::KTileCopies<BM, BN, BK, THREADS, AL, BL, A_FLOATS> copies(t.A, t.B, t.row0, t.col0);
+  auto start_loading = [&](int kt) { copies.start(smem + (kt % STAGES) * STAGE_FLOATS, kt); };
 
   // Prologue: the first STAGES - 1 k-tiles in flight. Every iteration commits
   // one group (empty past the end) so that "wait until STAGES - 2 groups are
@@ -90,9 +135,6 @@ sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP 
 
   float acc[WM / 16][WN / 8][4] = {};
   float probe = 0.0f;  // NaN once this thread has split an Inf or NaN
-  // B's split tiles hold B^T (lines of k): the B tile's element (k, n) is
-  // element (n, k) of the N x K view, whose layout is the other one.
-  constexpr sgemm::Layout BT = BL == sgemm::ROW_MAJOR ? sgemm::COL_MAJOR : sgemm::ROW_MAJOR;
   // The k-tile's 8-k steps as a loop, not unrolled: unrolled, the compiler
   // loads every step's fragments up front and, at BK = 32, spills.
   auto multiply_split = [&](int kt) {
@@ -110,14 +152,9 @@ sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP 
     sgemm::cp_async_commit();
     const float* As = smem + (kt % STAGES) * STAGE_FLOATS;
     if constexpr (SPLIT) {
-      sgemm::SplitTileStager<AL, BM, BK, THREADS> a_split;
-      sgemm::SplitTileStager<BT, BN, BK, THREADS> b_split;
       if (kt > 0) multiply_split(kt - 1);
-      a_split.fetch(As, [](int m, int k) { return ATile::offset(m, k); });
-      b_split.fetch(As + A_FLOATS, [](int n, int k) { return BTile::offset(k, n); });
-      float* into = split + (kt % 2) * SPLIT_FLOATS;
-      a_split.store(into, probe);
-      b_split.store(into + A_SPLIT_FLOATS, probe);
+      sgemm::split_landed_k_tile<AL, BL, BM, BN, BK, THREADS, A_FLOATS>(
+          As, split + (kt % 2) * SPLIT_FLOATS, probe);
     } else {
       sgemm::warp_tile_mma_tf32<WM / 16, WN / 8, BK, ATile, BTile>(acc, As, As + A_FLOATS, wm0, wn0);
     }
@@ -131,3 +168,4 @@ sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP 
   __syncthreads();
   sgemm::store_warp_tile(t, acc, wm0, wn0, saw_non_finite != 0);
 });
+}

@@ -2,6 +2,7 @@
 #include "sgemm/mma_sync.cuh"
 #include "sgemm/operand.cuh"
 #include "sgemm/schedule.cuh"
+#include "sgemm/split_ring.cuh"
 #include "sgemm/split_tile.cuh"
 // Stage 4, tile_simdgroup: the matrix units. NVIDIA's counterpart of Metal's
 // simdgroup_float8x8 is the warp-wide tensor-core product mma.sync; a warp
@@ -19,24 +20,39 @@
 // between the tensor-core products is one 16-byte shared-memory load for a
 // fragment's big and small registers of two k.
 //
-// Block: BM x BN = 128x128 outputs, 8 warps as 2 (rows) x 4 (columns); at
-// ~255 registers a thread, one block an SM, so no other block's warps hide a
-// k-tile's loads. They are hidden by the block itself: k advances BK at a
-// time through two shared-memory buffers, and while the warps multiply one
-// k-tile, each thread's share of the next is on its way from device memory
-// into registers (sgemm::SplitTileStager); it is converted (float16,
-// bfloat16: TA, TB), split and stored into the other buffer after the
-// products, and one barrier a k-tile hands the buffers over. The main loop is
-// compiled per layout pair (sgemm::with_layouts), each operand read along its
-// contiguous direction. The fast split does not carry Inf or NaN; a block
-// whose operands hold one notes it (the split's probe) and recomputes its
-// outputs with FMAs.
+// Block: BM x BN = 128x128 outputs, multiplied by 8 warps as 2 (rows) x 4
+// (columns). Their accumulators and fragments take ~180 registers a thread,
+// so one block fits an SM: 2 multiplying warps a scheduler, and no other
+// block's warps to hide a k-tile's loads behind. The block hides them itself,
+// its k-tiles fetched from device memory into registers (sgemm::SplitTileStager),
+// converted (float16, bfloat16: TA, TB), split and stored into shared memory
+// while the products of an earlier k-tile run:
+// - On Hopper (LOADERS = 4), by a warpgroup of its own: it fills a ring of
+//   STAGES buffers, one named barrier a buffer saying "loaded" (FULL) and one
+//   "multiplied" (EMPTY), so the multiplying warps issue nothing but ldmatrix
+//   and mma.sync. setmaxnreg (sm_90a) moves the registers where they are
+//   needed: 384 threads x 168 at launch, the loaders keep LOAD_REGISTERS, the
+//   multipliers take the rest. H200, 4096^3 / 8192^3: 42.1 / 43.6 TFLOP/s,
+//   against 35.1 / 36.7 with the 8 warps loading too (docs/performance-log.md,
+//   "tile_simdgroup: a loading warpgroup").
+// - Elsewhere (LOADERS = 0), by the 8 warps: while they multiply one k-tile,
+//   each thread's share of the next is in flight into its registers; it is
+//   split and stored into the other of two buffers after the products, and
+//   one barrier a k-tile hands the buffers over.
+// Each operand is read along its contiguous direction, the loading code
+// compiled per layout pair (sgemm::with_layouts). The fast split does not
+// carry Inf or NaN; a block whose operands hold one notes it (the split's
+// probe) and recomputes its outputs with FMAs.
 constexpr int WARPS_N = BN / WN;
-constexpr int THREADS = (BM / WM) * WARPS_N * 32;
-static_assert(THREADS == 256, "the spec launches 256 threads");
+constexpr int THREADS = (BM / WM) * WARPS_N * 32 + 32 * LOADERS;
+static_assert(LOADERS == 0 || LOADERS == 4, "none or a warpgroup loading");
+static_assert(LOADERS > 0 || (THREADS == 256 && STAGES == 2), "8 warps, two buffers");
+// The loaders' registers: a k-tile's runs in flight and their addresses (two
+// k-tiles' would spill, measured slower).
+using Ring = sgemm::SplitRing<BM, BN, BK, STAGES, 120>;
 
-// Two buffers of (A tile, B^T tile), split, in fragment order: the spec asks
-// MLX for 2 * STAGE_FLOATS floats (mlx_sgemm/build/specs.py).
+// STAGES buffers of (A tile, B^T tile), split, in fragment order: the spec asks
+// MLX for STAGES * STAGE_FLOATS floats (mlx_sgemm/build/specs.py).
 extern __shared__ float4 smem_float4[];
 constexpr int A_FLOATS = sgemm::SplitTile<BM, BK>::FLOATS;
 constexpr int STAGE_FLOATS = A_FLOATS + sgemm::SplitTile<BN, BK>::FLOATS;
@@ -44,10 +60,46 @@ __shared__ int saw_non_finite;
 
 const sgemm::Tile<TA, TB> t = sgemm::locate_tile(
     BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
-const int warp = threadIdx.x / 32;
-const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
 if (threadIdx.x == 0) saw_non_finite = 0;
 
+if constexpr (LOADERS > 0) {
+  static_assert(LOADERS == 0 || (THREADS == Ring::THREADS && WM == Ring::WM && WN == Ring::WN), "the ring's block");
+  const Ring ring{reinterpret_cast<float*>(smem_float4)};
+  const int k_tiles = (t.K + BK - 1) / BK;
+  __syncthreads();  // saw_non_finite is 0
+  if (Ring::loads()) {
+    sgemm::registers_decrease<Ring::LOAD_REGISTERS>();
+    // A as M x K, B as its N x K transpose: both tiles are lines of k.
+    sgemm::with_layouts(t.A, t.B.transposed(), [&](auto a_layout, auto b_layout) {
+      constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
+      const sgemm::Operand<TA> A = t.A;
+      const sgemm::Operand<TB> Bt = t.B.transposed();
+      float probe = 0.0f;  // NaN once this thread has split an Inf or NaN
+      sgemm::SplitTileStager<AL, BM, BK, Ring::LOAD_THREADS, TA> a_next;
+      sgemm::SplitTileStager<BL, BN, BK, Ring::LOAD_THREADS, TB> b_next;
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        a_next.fetch(A, t.row0, kt * BK);
+        b_next.fetch(Bt, t.col0, kt * BK);
+        float* tiles = ring.slot(kt);
+        a_next.store(tiles, probe);
+        b_next.store(tiles + A_FLOATS, probe);
+        ring.loaded(kt);
+      }
+      if (!(probe == 0.0f)) saw_non_finite = 1;
+    });
+    __syncthreads();  // saw_non_finite is final
+  } else {
+    sgemm::registers_increase<Ring::MMA_REGISTERS>();
+    int wm0, wn0;
+    Ring::warp_tile(wm0, wn0);
+    float acc[WM / 16][WN / 8][4] = {};
+    ring.multiply(acc, k_tiles, wm0, wn0);
+    __syncthreads();
+    sgemm::store_warp_tile(t, acc, wm0, wn0, saw_non_finite != 0);
+  }
+} else {
+const int warp = threadIdx.x / 32;
+const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
 // A as M x K, B as its N x K transpose: both tiles are lines of k.
 sgemm::with_layouts(t.A, t.B.transposed(), [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP {
   constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
@@ -92,3 +144,4 @@ sgemm::with_layouts(t.A, t.B.transposed(), [&](auto a_layout, auto b_layout) SGE
   __syncthreads();
   sgemm::store_warp_tile(t, acc, wm0, wn0, saw_non_finite != 0);
 });
+}

@@ -183,40 +183,61 @@ def _split_tile_floats(lines: int, bk: int) -> int:
     return lines * bk * 2
 
 
-def cuda_warp_tiled(stage: str = "tile_simdgroup", *, BK: int = 16) -> KernelSpec:
+def cuda_warp_tiled(stage: str = "tile_simdgroup", *, BK: int = 16, LOADERS: int = 4,
+                    STAGES: int = 6) -> KernelSpec:
     """tile_simdgroup on CUDA: 8 warps, each a 64x32 warp tile of m16n8k8
     tensor-core products, on k-tiles split once into big and small TF32 parts
-    and double-buffered in shared memory (kernels/cuda/tile_simdgroup.cu)."""
+    (kernels/cuda/tile_simdgroup.cu). LOADERS = 4: a warpgroup of its own loads
+    them into a ring of STAGES shared-memory buffers (Hopper: setmaxnreg); 0:
+    the 8 warps load too, into two buffers (STAGES = 2).
+
+    Six buffers measured faster than four (H200, 42.7 / 44.4 against 41.8 /
+    43.0 TFLOP/s at 4096^3 / 8192^3; docs/performance-log.md)."""
     bm, bn = 128, 128
     return KernelSpec(
-        stage, "cuda", "tile_simdgroup.cu", (256, 1, 1), bm, bn,
-        (("BM", bm), ("BN", bn), ("BK", BK), ("WM", 64), ("WN", 32)),
-        shared_memory=2 * (_split_tile_floats(bm, BK) + _split_tile_floats(bn, BK)) * 4,
+        stage, "cuda", "tile_simdgroup.cu", (256 + 32 * LOADERS, 1, 1), bm, bn,
+        (("BM", bm), ("BN", bn), ("BK", BK), ("WM", 64), ("WN", 32), ("LOADERS", LOADERS),
+         ("STAGES", STAGES)),
+        shared_memory=STAGES * (_split_tile_floats(bm, BK) + _split_tile_floats(bn, BK)) * 4,
+        # With loaders, one block per SM: the cap (65536 / 384 registers at
+        # entry) is what the warpgroups' setmaxnreg redistributes (sgemm::SplitRing).
+        min_blocks=1 if LOADERS else 0,
         converts_on_load=True,
     )
 
 
 def cuda_pipelined(
-    stage: str = "tile_async", *, SPLIT: bool = True, STAGES: int = 2, BK: int = 32,
-    GROUP_M: int = 8, min_blocks: int = 0,
+    stage: str = "tile_async", *, SPLIT: bool = True, STAGES: int = 4, BK: int = 16,
+    GROUP_M: int = 8, min_blocks: int = 0, LOADERS: int = 4, SPLIT_STAGES: int = 4,
 ) -> KernelSpec:
     """tile_async on CUDA: a ring of STAGES shared-memory k-tiles fed by cp.async.
 
-    BK = 32 with two stages (200 KB of shared memory with SPLIT) measured
-    faster than BK = 16 with four: half the barriers and FP32 sums of the
-    partial products per k (H100, 43.2 / 46.3 against 39.4 / 42.0 TFLOP/s at
-    4096^3 / 8192^3; docs/performance-log.md)."""
+    LOADERS = 4 (3xTF32 on Hopper: setmaxnreg): a warpgroup of its own issues
+    the copies and splits each landed k-tile into a ring of SPLIT_STAGES split
+    k-tiles for the 8 multiplying warps (sgemm::SplitRing); 208 KB of shared
+    memory at BK = 16. H200, 4096^3 / 8192^3: 49.4-50.6 / 51.7-51.9 TFLOP/s,
+    against 42.8 / 45.3 with the 8 warps copying and splitting too (BK = 32,
+    two stages; docs/performance-log.md, "tile_async: a loading warpgroup").
+    LOADERS = 0: the 8 warps copy, split and multiply, one barrier a k-tile
+    (TF32, and GPUs without setmaxnreg)."""
+    if LOADERS not in (0, 4) or (LOADERS and not SPLIT):
+        raise ValueError(f"LOADERS must be 0, or 4 with SPLIT, got LOADERS={LOADERS}, SPLIT={SPLIT}")
     bm, bn = 128, 128
     stage_floats = _smem_tile_floats(bm, BK) + _smem_tile_floats(BK, bn)
     split_floats = _split_tile_floats(bm, BK) + _split_tile_floats(bn, BK)
     return KernelSpec(
-        stage, "cuda", "tile_async.cu", (256, 1, 1), bm, bn,
+        stage, "cuda", "tile_async.cu", (256 + 32 * LOADERS, 1, 1), bm, bn,
         (("BM", bm), ("BN", bn), ("BK", BK), ("WM", 64), ("WN", 32),
-         ("STAGES", STAGES), ("SPLIT", SPLIT), ("GROUP_M", GROUP_M)),
-        # STAGES k-tiles in flight, and with SPLIT two split k-tiles: one being
-        # multiplied, one being split (kernels/cuda/tile_async.cu).
-        shared_memory=(STAGES * stage_floats + 2 * bool(SPLIT) * split_floats) * 4,
-        min_blocks=min_blocks,
+         ("STAGES", STAGES), ("SPLIT", SPLIT), ("GROUP_M", GROUP_M), ("LOADERS", LOADERS),
+         ("SPLIT_STAGES", SPLIT_STAGES if LOADERS else 0)),
+        # STAGES k-tiles in flight, and with SPLIT the split k-tiles: a ring of
+        # SPLIT_STAGES with loaders, else two (one being multiplied, one being
+        # split; kernels/cuda/tile_async.cu).
+        shared_memory=(STAGES * stage_floats
+                       + (SPLIT_STAGES if LOADERS else 2 * bool(SPLIT)) * split_floats) * 4,
+        # With loaders, one block per SM: the cap (65536 / 384 registers at
+        # entry) is what the warpgroups' setmaxnreg redistributes (sgemm::SplitRing).
+        min_blocks=1 if LOADERS else min_blocks,
     )
 
 

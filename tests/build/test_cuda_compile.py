@@ -36,12 +36,14 @@ from .cuda_compilers import (
 
 REQUIRED = bool(os.environ.get("MLX_SGEMM_REQUIRE_CUDA_TOOLS"))
 # Every registered stage, the tile_wgmma variants matmul picks on Hopper, the
-# INT8 emulation's kernels, and tile_async as built for GPUs without Hopper's
-# shared memory.
+# INT8 emulation's kernels, and tile_async and tile_simdgroup as built for GPUs
+# without Hopper's shared memory and setmaxnreg.
 CUDA_SPECS = specs.specs("cuda") + [
     spec for precision in kernel_choice.PRECISIONS for spec in kernel_choice.wgmma_variants(precision)
     if spec not in specs.specs("cuda")
-] + specs.emulation_specs("cuda") + [kernel_choice.stage_spec("tile_async", "cuda", wgmma=False)]
+] + specs.emulation_specs("cuda") + [
+    kernel_choice.stage_spec(stage, "cuda", wgmma=False) for stage in ("tile_async", "tile_simdgroup")
+]
 
 
 def needs(available: bool, what: str):

@@ -119,13 +119,38 @@ def test_the_autotuner_tries_the_emulation_on_hopper_float32(monkeypatch):
 
 
 def test_tile_async_fits_the_shared_memory_of_the_gpu_it_runs_on():
-    """Hopper's 227 KB a block take tile_async's 200 KB ring; an A100's 163 KB
-    take the smaller one, the same stage with BK 16 and four stages."""
+    """Hopper's tile_async has a loading warpgroup (setmaxnreg) and rings that
+    take 208 of the 227 KB a Hopper block may have; elsewhere (an A100's block
+    may have 163 KB) the 8 multiplying warps copy and split too, BK 16 with
+    four stages."""
     hopper = kernel_choice.stage_spec("tile_async", device.CUDA, wgmma=True)
     other = kernel_choice.stage_spec("tile_async", device.CUDA, wgmma=False)
     assert hopper == specs.spec("tile_async", device.CUDA)
     assert 163 * 1024 < hopper.shared_memory <= 227 * 1024
+    assert dict(hopper.template)["LOADERS"] == 4 and hopper.threadgroup == (384, 1, 1)
+    assert hopper.min_blocks == 1
     assert other.shared_memory <= 163 * 1024 and other.stage == "tile_async"
-    assert dict(other.template)["BK"] == 16 and dict(hopper.template)["BK"] == 32
-    assert kernel_choice.stage_spec("tile_simdgroup", device.CUDA, wgmma=False) == specs.spec(
-        "tile_simdgroup", device.CUDA)
+    assert dict(other.template)["LOADERS"] == 0 and other.threadgroup == (256, 1, 1)
+    assert dict(other.template)["BK"] == 16
+
+
+def test_a_loading_warpgroup_is_for_split_products_alone():
+    """The TF32 pass keeps its 8 warps copying: only 3xTF32 has the split that
+    the loaders do."""
+    with pytest.raises(ValueError, match="LOADERS"):
+        specs.cuda_pipelined(SPLIT=False)
+    assert dict(specs.cuda_pipelined(SPLIT=False, LOADERS=0).template)["LOADERS"] == 0
+
+
+def test_tile_simdgroup_has_a_loading_warpgroup_only_where_setmaxnreg_is():
+    """Hopper's tile_simdgroup hands registers from its loading warpgroup to the
+    multiplying ones (setmaxnreg, sm_90a only); elsewhere the 8 multiplying
+    warps load too, with two buffers and 256 threads, as MLX is told."""
+    hopper = kernel_choice.stage_spec("tile_simdgroup", device.CUDA, wgmma=True)
+    other = kernel_choice.stage_spec("tile_simdgroup", device.CUDA, wgmma=False)
+    assert hopper == specs.spec("tile_simdgroup", device.CUDA)
+    assert dict(hopper.template)["LOADERS"] == 4 and hopper.threadgroup == (384, 1, 1)
+    assert hopper.min_blocks == 1 and hopper.shared_memory <= 227 * 1024
+    assert dict(other.template)["LOADERS"] == 0 and other.threadgroup == (256, 1, 1)
+    assert dict(other.template)["STAGES"] == 2 and other.shared_memory <= 163 * 1024
+    assert other.stage == "tile_simdgroup" and other.name != hopper.name

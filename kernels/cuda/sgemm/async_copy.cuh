@@ -156,6 +156,37 @@ struct CopyPlan {
   }
 };
 
+// The copies of a block's k-tiles, A's BM x BK from row row0 and B's BK x BN
+// from column col0, into stages of SmemTiles in the operands' own layouts (A's
+// tile, then B's B_OFFSET floats on). Tiles wholly inside their operand (all
+// but the edge blocks' and a last partial k-tile) are copied by plans made
+// once (CopyPlan), the others with bounds checks (cp_async_tile).
+template <int BM, int BN, int BK, int THREADS, Layout AL, Layout BL, int B_OFFSET>
+struct KTileCopies {
+  using ATile = SmemTile<AL, BM, BK>;
+  using BTile = SmemTile<BL, BK, BN>;
+  Operand<float> A, B;
+  int row0, col0;
+  bool a_whole, b_whole;
+  CopyPlan a_plan, b_plan;
+
+  __device__ KTileCopies(const Operand<float>& a, const Operand<float>& b, int row0, int col0)
+      : A(a), B(b), row0(row0), col0(col0),
+        a_whole(row0 + BM <= a.rows && a.template vectorizes<AL>()),
+        b_whole(col0 + BN <= b.cols && b.template vectorizes<BL>()),
+        a_plan(CopyPlan::of<ATile, THREADS>(a, row0, 0, BK * a.cs)),
+        b_plan(CopyPlan::of<BTile, THREADS>(b, 0, col0, BK * b.rs)) {}
+
+  // Start this thread's copies of k-tile kt into `stage`.
+  __device__ void start(float* stage, int kt) const {
+    const bool whole_k = (kt + 1) * BK <= A.cols;
+    if (a_whole && whole_k) a_plan.template copy<BM * BK / 4 / THREADS>(stage, kt);
+    else cp_async_tile<BM, BK, THREADS, AL>(stage, A, row0, kt * BK);
+    if (b_whole && whole_k) b_plan.template copy<BK * BN / 4 / THREADS>(stage + B_OFFSET, kt);
+    else cp_async_tile<BK, BN, THREADS, BL>(stage + B_OFFSET, B, kt * BK, col0);
+  }
+};
+
 }  // namespace sgemm
 
 #endif  // MLX_SGEMM_ASYNC_COPY_CUH

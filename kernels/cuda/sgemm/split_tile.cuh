@@ -6,6 +6,7 @@
 
 #include "ldmatrix.cuh"
 #include "operand.cuh"
+#include "smem_tile.cuh"
 #include "tf32.cuh"
 
 namespace sgemm {
@@ -128,6 +129,27 @@ struct SplitTileStager {
     }
   }
 };
+
+// Split a k-tile landed in shared memory by copies (A's SmemTile<AL, BM, BK>,
+// then B's SmemTile<BL, BK, BN> B_OFFSET floats on) into a stage of split
+// tiles (SplitTile of A, then of B^T), each of THREADS threads its share: A's
+// runs, then B's, so that one operand's are in registers at a time.
+template <Layout AL, Layout BL, int BM, int BN, int BK, int THREADS, int B_OFFSET>
+__device__ inline void split_landed_k_tile(const float* landed, float* into, float& probe) {
+  using ATile = SmemTile<AL, BM, BK>;
+  using BTile = SmemTile<BL, BK, BN>;
+  // B's split tiles hold B^T (lines of k): the B tile's element (k, n) is
+  // element (n, k) of the N x K view, whose layout is the other one.
+  constexpr Layout BT = BL == ROW_MAJOR ? COL_MAJOR : ROW_MAJOR;
+  {
+    SplitTileStager<AL, BM, BK, THREADS> a;
+    a.fetch(landed, [](int m, int k) { return ATile::offset(m, k); });
+    a.store(into, probe);
+  }
+  SplitTileStager<BT, BN, BK, THREADS> b;
+  b.fetch(landed + B_OFFSET, [](int n, int k) { return BTile::offset(k, n); });
+  b.store(into + SplitTile<BM, BK>::FLOATS, probe);
+}
 
 }  // namespace sgemm
 
