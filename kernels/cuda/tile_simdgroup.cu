@@ -89,13 +89,7 @@ if constexpr (LOADERS > 0) {
     });
     __syncthreads();  // saw_non_finite is final
   } else {
-    sgemm::registers_increase<Ring::MMA_REGISTERS>();
-    int wm0, wn0;
-    Ring::warp_tile(wm0, wn0);
-    float acc[WM / 16][WN / 8][4] = {};
-    ring.multiply(acc, k_tiles, wm0, wn0);
-    __syncthreads();
-    sgemm::store_warp_tile(t, acc, wm0, wn0, saw_non_finite != 0);
+    ring.multiply_and_store(t, k_tiles, &saw_non_finite);
   }
 } else {
 const int warp = threadIdx.x / 32;

@@ -67,11 +67,19 @@ struct SplitRing {
     }
   }
 
-  // The multiplying warp's tile of the block: (wm0, wn0).
-  __device__ static void warp_tile(int& wm0, int& wn0) {
+  // Multipliers, the whole of their part: registers from the loaders, the
+  // products of k_tiles k-tiles, then, once every thread of the block has
+  // passed a __syncthreads (the loaders after noting in *saw_non_finite
+  // whether they split an Inf or NaN), the warp's tile of C.
+  template <typename TA, typename TB>
+  __device__ void multiply_and_store(const Tile<TA, TB>& t, int k_tiles, const int* saw_non_finite) const {
+    registers_increase<MMA_REGISTERS>();
     const int warp = (threadIdx.x - LOAD_THREADS) / 32;
-    wm0 = (warp / WARPS_N) * WM;
-    wn0 = (warp % WARPS_N) * WN;
+    const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
+    float acc[WM / 16][WN / 8][4] = {};
+    multiply(acc, k_tiles, wm0, wn0);
+    __syncthreads();
+    store_warp_tile(t, acc, wm0, wn0, *saw_non_finite != 0);
   }
 };
 
