@@ -50,6 +50,7 @@ static_assert(LOADERS > 0 || (THREADS == 256 && STAGES == 2), "8 warps, two buff
 // The loaders' registers: a k-tile's runs in flight and their addresses (two
 // k-tiles' would spill, measured slower).
 using Ring = sgemm::SplitRing<BM, BN, BK, STAGES, 120>;
+static_assert(LOADERS == 0 || (THREADS == Ring::THREADS && WM == Ring::WM && WN == Ring::WN), "the ring's block");
 
 // STAGES buffers of (A tile, B^T tile), split, in fragment order: the spec asks
 // MLX for STAGES * STAGE_FLOATS floats (mlx_sgemm/build/specs.py).
@@ -63,7 +64,6 @@ const sgemm::Tile<TA, TB> t = sgemm::locate_tile(
 if (threadIdx.x == 0) saw_non_finite = 0;
 
 if constexpr (LOADERS > 0) {
-  static_assert(LOADERS == 0 || (THREADS == Ring::THREADS && WM == Ring::WM && WN == Ring::WN), "the ring's block");
   const Ring ring{reinterpret_cast<float*>(smem_float4)};
   const int k_tiles = (t.K + BK - 1) / BK;
   __syncthreads();  // saw_non_finite is 0

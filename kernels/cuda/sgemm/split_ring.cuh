@@ -33,7 +33,6 @@ struct SplitRing {
   static_assert(2 * STAGES < 15, "two named barriers a buffer, ids 1..15, one left for the loaders");
   static constexpr int A_FLOATS = SplitTile<BM, BK>::FLOATS;
   static constexpr int STAGE_FLOATS = A_FLOATS + SplitTile<BN, BK>::FLOATS;
-  static constexpr int FLOATS = STAGES * STAGE_FLOATS;
   static constexpr int LOADERS_BARRIER = 2 * STAGES + 1;  // free for the loaders alone
   static constexpr int ENTRY_REGISTERS = 168, LOAD_REGISTERS = LOAD_REGISTERS_;
   static constexpr int MMA_REGISTERS =
