@@ -31,10 +31,10 @@
 //   STAGES buffers, one named barrier a buffer saying "loaded" (FULL) and one
 //   "multiplied" (EMPTY), so the multiplying warps issue nothing but ldmatrix
 //   and mma.sync. setmaxnreg (sm_90a) moves the registers where they are
-//   needed: 384 threads x 168 at launch, the loaders keep LOAD_REGISTERS, the
-//   multipliers take the rest. H200, 4096^3 / 8192^3: 42.1 / 43.6 TFLOP/s,
+//   needed (sgemm::SplitRing): 384 threads x 168 at launch, the loaders keep
+//   120, the multipliers take 192. H200, 4096^3 / 8192^3: 42.3 / 44.2 TFLOP/s,
 //   against 35.1 / 36.7 with the 8 warps loading too (docs/performance-log.md,
-//   "tile_simdgroup: a loading warpgroup").
+//   "tile_simdgroup and tile_async: a loading warpgroup").
 // - Elsewhere (LOADERS = 0), by the 8 warps: while they multiply one k-tile,
 //   each thread's share of the next is in flight into its registers; it is
 //   split and stored into the other of two buffers after the products, and

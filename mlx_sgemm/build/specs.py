@@ -217,7 +217,8 @@ def cuda_pipelined(
     k-tiles for the 8 multiplying warps (sgemm::SplitRing); 208 KB of shared
     memory at BK = 16. H200, 4096^3 / 8192^3: 49.4-50.6 / 51.7-51.9 TFLOP/s,
     against 42.8 / 45.3 with the 8 warps copying and splitting too (BK = 32,
-    two stages; docs/performance-log.md, "tile_async: a loading warpgroup").
+    two stages; docs/performance-log.md, "tile_simdgroup and tile_async: a
+    loading warpgroup").
     LOADERS = 0: the 8 warps copy, split and multiply, one barrier a k-tile
     (TF32, and GPUs without setmaxnreg)."""
     if LOADERS not in (0, 4) or (LOADERS and not SPLIT):

@@ -235,7 +235,8 @@ def wgmma_variants(precision: str) -> list[specs.KernelSpec]:
 
 def stage_spec(stage: str, backend: str, wgmma: bool | None = None) -> specs.KernelSpec:
     """The kernel of the journey's stage ``stage`` on this device (on a CUDA
-    GPU with or without wgmma, Hopper's shared memory, where ``wgmma`` says)."""
+    GPU with or without Hopper's wgmma, setmaxnreg and shared memory, where
+    ``wgmma`` says)."""
     hopper = device.has_wgmma() if wgmma is None else wgmma
     if backend == device.CUDA and not hopper:
         if stage == "tile_async":
