@@ -69,37 +69,24 @@ if constexpr (LOADERS > 0) {
   float* const raw = reinterpret_cast<float*>(smem_float4);
   const Ring ring{raw + STAGES * STAGE_FLOATS};
   const int k_tiles = (t.K + BK - 1) / BK;
-  __syncthreads();  // saw_non_finite is 0
-  if (Ring::loads()) {
-    sgemm::registers_decrease<Ring::LOAD_REGISTERS>();
+  ring.run(t, k_tiles, &saw_non_finite, [&](float& probe) {
     sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) {
       constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
-      const sgemm::KTileCopies<BM, BN, BK, LOAD_THREADS, AL, BL, A_FLOATS> copies(t.A, t.B, t.row0, t.col0);
-      auto start_loading = [&](int kt) { copies.start(raw + (kt % STAGES) * STAGE_FLOATS, kt); };
-      // The first STAGES - 1 k-tiles in flight; one group committed a k-tile
-      // (empty past the end), as below.
-      for (int kt = 0; kt < STAGES - 1; ++kt) {
-        if (kt < k_tiles) start_loading(kt);
-        sgemm::cp_async_commit();
-      }
-      float probe = 0.0f;  // NaN once this thread has split an Inf or NaN
+      const sgemm::KTileCopies<BM, BN, BK, LOAD_THREADS, AL, BL, A_FLOATS, STAGES, STAGE_FLOATS> copies(
+          raw, t.A, t.B, t.row0, t.col0);
+      copies.start_first();
       for (int kt = 0; kt < k_tiles; ++kt) {
         // k-tile kt has landed, every loader's copies of it (and every loader
-        // is done splitting kt - 1, whose buffer the next copy reuses).
-        sgemm::cp_async_wait<STAGES - 2>();
+        // is done splitting kt - 1, whose stage the next copies reuse).
+        copies.wait_oldest();
         sgemm::barrier_sync(Ring::LOADERS_BARRIER, LOAD_THREADS);
-        if (kt + STAGES - 1 < k_tiles) start_loading(kt + STAGES - 1);
-        sgemm::cp_async_commit();
+        copies.start_next(kt);
         sgemm::split_landed_k_tile<AL, BL, BM, BN, BK, LOAD_THREADS, A_FLOATS>(
-            raw + (kt % STAGES) * STAGE_FLOATS, ring.slot(kt), probe);
+            copies.stage(kt), ring.slot(kt), probe);
         ring.loaded(kt);
       }
-      if (!(probe == 0.0f)) saw_non_finite = 1;
     });
-    __syncthreads();  // saw_non_finite is final
-  } else {
-    ring.multiply_and_store(t, k_tiles, &saw_non_finite);
-  }
+  });
 } else {
 const int warp = threadIdx.x / 32;
 const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
@@ -117,16 +104,9 @@ sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP 
 
   // The operands as values of this function (read through the captured tile,
   // each copy would load them again from memory).
-  const sgemm::KTileCopies<BM, BN, BK, THREADS, AL, BL, A_FLOATS> copies(t.A, t.B, t.row0, t.col0);
-  auto start_loading = [&](int kt) { copies.start(smem + (kt % STAGES) * STAGE_FLOATS, kt); };
-
-  // Prologue: the first STAGES - 1 k-tiles in flight. Every iteration commits
-  // one group (empty past the end) so that "wait until STAGES - 2 groups are
-  // pending" always means "the oldest k-tile has landed".
-  for (int kt = 0; kt < STAGES - 1; ++kt) {
-    if (kt < k_tiles) start_loading(kt);
-    sgemm::cp_async_commit();
-  }
+  const sgemm::KTileCopies<BM, BN, BK, THREADS, AL, BL, A_FLOATS, STAGES, STAGE_FLOATS> copies(
+      smem, t.A, t.B, t.row0, t.col0);
+  copies.start_first();
 
   float acc[WM / 16][WN / 8][4] = {};
   float probe = 0.0f;  // NaN once this thread has split an Inf or NaN
@@ -138,14 +118,13 @@ sgemm::with_layouts(t.A, t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP 
                                                                wm0, wn0);
   };
   for (int kt = 0; kt < k_tiles; ++kt) {
-    sgemm::cp_async_wait<STAGES - 2>();
+    copies.wait_oldest();
     // k-tile kt is visible to all threads, and all have finished k-tile kt - 1,
     // whose buffer the next copy reuses (with SPLIT: split k-tile kt - 1, and
     // multiplied k-tile kt - 2, whose split buffer k-tile kt's split reuses).
     __syncthreads();
-    if (kt + STAGES - 1 < k_tiles) start_loading(kt + STAGES - 1);
-    sgemm::cp_async_commit();
-    const float* As = smem + (kt % STAGES) * STAGE_FLOATS;
+    copies.start_next(kt);
+    const float* As = copies.stage(kt);
     if constexpr (SPLIT) {
       if (kt > 0) multiply_split(kt - 1);
       sgemm::split_landed_k_tile<AL, BL, BM, BN, BK, THREADS, A_FLOATS>(

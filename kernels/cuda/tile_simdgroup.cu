@@ -55,8 +55,7 @@ static_assert(LOADERS == 0 || (THREADS == Ring::THREADS && WM == Ring::WM && WN 
 // STAGES buffers of (A tile, B^T tile), split, in fragment order: the spec asks
 // MLX for STAGES * STAGE_FLOATS floats (mlx_sgemm/build/specs.py).
 extern __shared__ float4 smem_float4[];
-constexpr int A_FLOATS = sgemm::SplitTile<BM, BK>::FLOATS;
-constexpr int STAGE_FLOATS = A_FLOATS + sgemm::SplitTile<BN, BK>::FLOATS;
+constexpr int A_FLOATS = Ring::A_FLOATS, STAGE_FLOATS = Ring::STAGE_FLOATS;
 __shared__ int saw_non_finite;
 
 const sgemm::Tile<TA, TB> t = sgemm::locate_tile(
@@ -66,15 +65,12 @@ if (threadIdx.x == 0) saw_non_finite = 0;
 if constexpr (LOADERS > 0) {
   const Ring ring{reinterpret_cast<float*>(smem_float4)};
   const int k_tiles = (t.K + BK - 1) / BK;
-  __syncthreads();  // saw_non_finite is 0
-  if (Ring::loads()) {
-    sgemm::registers_decrease<Ring::LOAD_REGISTERS>();
+  ring.run(t, k_tiles, &saw_non_finite, [&](float& probe) {
     // A as M x K, B as its N x K transpose: both tiles are lines of k.
     sgemm::with_layouts(t.A, t.B.transposed(), [&](auto a_layout, auto b_layout) {
       constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
       const sgemm::Operand<TA> A = t.A;
       const sgemm::Operand<TB> Bt = t.B.transposed();
-      float probe = 0.0f;  // NaN once this thread has split an Inf or NaN
       sgemm::SplitTileStager<AL, BM, BK, Ring::LOAD_THREADS, TA> a_next;
       sgemm::SplitTileStager<BL, BN, BK, Ring::LOAD_THREADS, TB> b_next;
       for (int kt = 0; kt < k_tiles; ++kt) {
@@ -85,12 +81,8 @@ if constexpr (LOADERS > 0) {
         b_next.store(tiles + A_FLOATS, probe);
         ring.loaded(kt);
       }
-      if (!(probe == 0.0f)) saw_non_finite = 1;
     });
-    __syncthreads();  // saw_non_finite is final
-  } else {
-    ring.multiply_and_store(t, k_tiles, &saw_non_finite);
-  }
+  });
 } else {
 const int warp = threadIdx.x / 32;
 const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;

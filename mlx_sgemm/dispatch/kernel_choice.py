@@ -44,15 +44,12 @@ PRECISIONS = ("float32", "tf32")
 # CUDA TF32 without wgmma: BK 32, 3 stages: 54.5 TFLOP/s at 8192^3 on an H200.
 _CUDA_TF32 = specs.cuda_pipelined("matmul_tf32", SPLIT=False, BK=32, STAGES=3, LOADERS=0)
 _HOPPER_FLOAT32 = specs.spec("tile_wgmma", "cuda")
-# tile_async's loading warpgroup (specs.cuda_pipelined) takes its registers
-# from the multiplying ones by setmaxnreg, which only Hopper (sm_90a) has, and
-# its rings 208 KB of shared memory, which fit the 227 KB a Hopper block may
-# have; elsewhere (an A100's block may have 163 KB) the 8 warps copy, split and
-# multiply, BK 16 with four stages (138 KB).
+# The matrix-unit stages' loading warpgroup (sgemm::SplitRing) takes its
+# registers from the multiplying warps by setmaxnreg, which only Hopper
+# (sm_90a) has; elsewhere the 8 warps load too. tile_async's rings (208 KB)
+# also need a Hopper block's 227 KB of shared memory: without loaders, BK 16
+# with four stages (138 KB) fits an A100's 163 KB; tile_simdgroup two buffers.
 _TILE_ASYNC_WITHOUT_SETMAXNREG = specs.cuda_pipelined(BK=16, STAGES=4, LOADERS=0)
-# tile_simdgroup's loading warpgroup takes its registers from the multiplying
-# ones by setmaxnreg, which only Hopper (sm_90a) has: elsewhere the 8
-# multiplying warps load too, into two buffers.
 _TILE_SIMDGROUP_WITHOUT_SETMAXNREG = specs.cuda_warp_tiled(LOADERS=0, STAGES=2)
 _HOPPER_TF32 = specs.cuda_wgmma("matmul_tf32_wgmma", SPLIT=False)
 # TF32's 256-row blocks (every product of more than 128 rows): one k-tile's

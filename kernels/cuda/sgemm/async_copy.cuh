@@ -157,33 +157,57 @@ struct CopyPlan {
 };
 
 // The copies of a block's k-tiles, A's BM x BK from row row0 and B's BK x BN
-// from column col0, into stages of SmemTiles in the operands' own layouts (A's
-// tile, then B's B_OFFSET floats on). Tiles wholly inside their operand (all
-// but the edge blocks' and a last partial k-tile) are copied by plans made
-// once (CopyPlan), the others with bounds checks (cp_async_tile).
-template <int BM, int BN, int BK, int THREADS, Layout AL, Layout BL, int B_OFFSET>
+// from column col0, into a ring of STAGES stages of STAGE_FLOATS floats in
+// shared memory, k-tile kt in stage kt % STAGES, each a SmemTile per operand in
+// its own layout (A's tile, then B's B_OFFSET floats on). Tiles wholly inside
+// their operand (all but the edge blocks' and a last partial k-tile) are copied
+// by plans made once (CopyPlan), the others with bounds checks (cp_async_tile).
+// One group of copies is committed a k-tile, empty past the end, so that
+// "wait until STAGES - 2 groups are pending" (wait_oldest) always means "the
+// oldest k-tile in flight has landed" (this thread's copies of it).
+template <int BM, int BN, int BK, int THREADS, Layout AL, Layout BL, int B_OFFSET, int STAGES,
+          int STAGE_FLOATS>
 struct KTileCopies {
   using ATile = SmemTile<AL, BM, BK>;
   using BTile = SmemTile<BL, BK, BN>;
+  float* ring;
   Operand<float> A, B;
-  int row0, col0;
+  int row0, col0, k_tiles;
   bool a_whole, b_whole;
   CopyPlan a_plan, b_plan;
 
-  __device__ KTileCopies(const Operand<float>& a, const Operand<float>& b, int row0, int col0)
-      : A(a), B(b), row0(row0), col0(col0),
+  __device__ KTileCopies(float* ring, const Operand<float>& a, const Operand<float>& b, int row0,
+                         int col0)
+      : ring(ring), A(a), B(b), row0(row0), col0(col0), k_tiles((a.cols + BK - 1) / BK),
         a_whole(row0 + BM <= a.rows && a.template vectorizes<AL>()),
         b_whole(col0 + BN <= b.cols && b.template vectorizes<BL>()),
         a_plan(CopyPlan::of<ATile, THREADS>(a, row0, 0, BK * a.cs)),
         b_plan(CopyPlan::of<BTile, THREADS>(b, 0, col0, BK * b.rs)) {}
 
-  // Start this thread's copies of k-tile kt into `stage`.
-  __device__ void start(float* stage, int kt) const {
-    const bool whole_k = (kt + 1) * BK <= A.cols;
-    if (a_whole && whole_k) a_plan.template copy<BM * BK / 4 / THREADS>(stage, kt);
-    else cp_async_tile<BM, BK, THREADS, AL>(stage, A, row0, kt * BK);
-    if (b_whole && whole_k) b_plan.template copy<BK * BN / 4 / THREADS>(stage + B_OFFSET, kt);
-    else cp_async_tile<BK, BN, THREADS, BL>(stage + B_OFFSET, B, kt * BK, col0);
+  // The stage k-tile kt is copied into.
+  __device__ float* stage(int kt) const { return ring + (kt % STAGES) * STAGE_FLOATS; }
+
+  // The first STAGES - 1 k-tiles on their way.
+  __device__ void start_first() const {
+    for (int kt = 0; kt < STAGES - 1; ++kt) start_if_any(kt);
+  }
+  // Once k-tile kt has landed and every thread is done with k-tile kt - 1:
+  // k-tile kt + STAGES - 1 on its way, into kt - 1's stage.
+  __device__ void start_next(int kt) const { start_if_any(kt + STAGES - 1); }
+  // Wait until this thread's copies of the oldest k-tile in flight have landed.
+  __device__ static void wait_oldest() { cp_async_wait<STAGES - 2>(); }
+
+ private:
+  __device__ void start_if_any(int kt) const {
+    if (kt < k_tiles) {
+      float* into = stage(kt);
+      const bool whole_k = (kt + 1) * BK <= A.cols;
+      if (a_whole && whole_k) a_plan.template copy<BM * BK / 4 / THREADS>(into, kt);
+      else cp_async_tile<BM, BK, THREADS, AL>(into, A, row0, kt * BK);
+      if (b_whole && whole_k) b_plan.template copy<BK * BN / 4 / THREADS>(into + B_OFFSET, kt);
+      else cp_async_tile<BK, BN, THREADS, BL>(into + B_OFFSET, B, kt * BK, col0);
+    }
+    cp_async_commit();
   }
 };
 

@@ -66,19 +66,30 @@ struct SplitRing {
     }
   }
 
-  // Multipliers, the whole of their part: registers from the loaders, the
-  // products of k_tiles k-tiles, then, once every thread of the block has
-  // passed a __syncthreads (the loaders after noting in *saw_non_finite
-  // whether they split an Inf or NaN), the warp's tile of C.
-  template <typename TA, typename TB>
-  __device__ void multiply_and_store(const Tile<TA, TB>& t, int k_tiles, const int* saw_non_finite) const {
-    registers_increase<MMA_REGISTERS>();
-    const int warp = (threadIdx.x - LOAD_THREADS) / 32;
-    const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
-    float acc[WM / 16][WN / 8][4] = {};
-    multiply(acc, k_tiles, wm0, wn0);
-    __syncthreads();
-    store_warp_tile(t, acc, wm0, wn0, *saw_non_finite != 0);
+  // The whole block, each thread in its part, C = A B over k_tiles k-tiles.
+  // Loaders: LOAD_REGISTERS, and load(probe), which fills the ring (slot,
+  // loaded) and turns probe NaN if it split an Inf or NaN (SplitTileStager's
+  // probe). Multipliers: the rest of the registers, the products, then C,
+  // recomputed with FMAs where a loader met an Inf or NaN.
+  // *saw_non_finite: shared memory, 0 before the call.
+  template <typename TA, typename TB, typename Load>
+  __device__ void run(const Tile<TA, TB>& t, int k_tiles, int* saw_non_finite, Load&& load) const {
+    __syncthreads();  // *saw_non_finite is 0
+    if (loads()) {
+      registers_decrease<LOAD_REGISTERS>();
+      float probe = 0.0f;
+      load(probe);
+      if (!(probe == 0.0f)) *saw_non_finite = 1;
+      __syncthreads();  // *saw_non_finite is final
+    } else {
+      registers_increase<MMA_REGISTERS>();
+      const int warp = (threadIdx.x - LOAD_THREADS) / 32;
+      const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
+      float acc[WM / 16][WN / 8][4] = {};
+      multiply(acc, k_tiles, wm0, wn0);
+      __syncthreads();
+      store_warp_tile(t, acc, wm0, wn0, *saw_non_finite != 0);
+    }
   }
 };
 
