@@ -16,9 +16,11 @@ def test_a_brace_block_from_its_start_line():
 
 
 def test_an_end_pattern_ends_at_its_first_line_after_the_start():
-    shown = excerpts.excerpt("kernels/cuda/tile_async.cu", r"// Prologue:", end=r"cp_async_commit\(\);")
-    assert shown.text.splitlines()[0].lstrip().startswith("// Prologue:")
-    assert shown.text.splitlines()[-1].strip() == "sgemm::cp_async_commit();"
+    # start_if_any( is on three lines after the start: the excerpt ends at the first.
+    shown = excerpts.excerpt("kernels/cuda/sgemm/async_copy.cuh", r"// The first STAGES - 1 k-tiles",
+                             end=r"start_if_any\(")
+    assert shown.text.splitlines()[0].lstrip().startswith("// The first STAGES - 1 k-tiles")
+    assert shown.text.splitlines()[-1].strip() == "for (int kt = 0; kt < STAGES - 1; ++kt) start_if_any(kt);"
     assert shown.last - shown.first < 10
 
 
