@@ -32,9 +32,12 @@
 //   "multiplied" (EMPTY), so the multiplying warps issue nothing but ldmatrix
 //   and mma.sync. setmaxnreg (sm_90a) moves the registers where they are
 //   needed (sgemm::SplitRing): 384 threads x 168 at launch, the loaders keep
-//   120, the multipliers take 192. H200, 4096^3 / 8192^3: 42.3 / 44.2 TFLOP/s,
-//   against 35.1 / 36.7 with the 8 warps loading too (docs/performance-log.md,
-//   "tile_simdgroup and tile_async: a loading warpgroup").
+//   120, the multipliers take 192. The loaders read every k-tile that lies
+//   wholly inside both operands by plain 16-byte loads, and check bounds only
+//   at the edges. H200, 4096^3 / 8192^3: 46.9 / 49.5 TFLOP/s, against 35.1 /
+//   36.7 with the 8 warps loading too (docs/performance-log.md, "tile_simdgroup
+//   and tile_async: a loading warpgroup" and "tile_simdgroup: the loaders check
+//   bounds at the edges only").
 // - Elsewhere (LOADERS = 0), by the 8 warps: while they multiply one k-tile,
 //   each thread's share of the next is in flight into its registers; it is
 //   split and stored into the other of two buffers after the products, and
@@ -73,14 +76,24 @@ if constexpr (LOADERS > 0) {
       const sgemm::Operand<TB> Bt = t.B.transposed();
       sgemm::SplitTileStager<AL, BM, BK, Ring::LOAD_THREADS, TA> a_next;
       sgemm::SplitTileStager<BL, BN, BK, Ring::LOAD_THREADS, TB> b_next;
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        a_next.fetch(A, t.row0, kt * BK);
-        b_next.fetch(Bt, t.col0, kt * BK);
+      // k-tile kt, read with (IntTag<0>) or without (IntTag<1>) bounds checks.
+      auto load = [&](int kt, auto inside) {
+        a_next.template fetch<decltype(inside)::value>(A, t.row0, kt * BK);
+        b_next.template fetch<decltype(inside)::value>(Bt, t.col0, kt * BK);
         float* tiles = ring.slot(kt);
         a_next.store(tiles, probe);
         b_next.store(tiles + A_FLOATS, probe);
         ring.loaded(kt);
-      }
+      };
+      // The checks were most of the loaders' instructions (41.0 / 43.7 TFLOP/s
+      // with them on every k-tile); each kind in a loop of its own, since in
+      // one loop the registers of both raised the loaders' need past 120 (43.2
+      // / 45.2 at 136, the multipliers left 184).
+      const bool lines_inside = a_next.lines_inside(A, t.row0) && b_next.lines_inside(Bt, t.col0);
+      const int inside_k_tiles = lines_inside ? t.K / BK : 0;
+      int kt = 0;
+      for (; kt < inside_k_tiles; ++kt) load(kt, sgemm::IntTag<1>{});
+      for (; kt < k_tiles; ++kt) load(kt, sgemm::IntTag<0>{});
     });
   });
 } else {

@@ -107,15 +107,22 @@ struct Operand {
                           : rs == 1 && cs % 4 == 0 && is_aligned<sizeof(Vec4)>(p);
   }
 
+  // 4 neighbours from (r, c) in direction L that the caller knows are inside
+  // the matrix, with vectorizes<L>(): one Vec4 load, nothing checked.
+  template <Layout L>
+  __device__ Vec4 load4_inside(int r, int c) const {
+    return *reinterpret_cast<const Vec4*>(L == ROW_MAJOR ? p + r * rs + c : p + r + c * cs);
+  }
+
   // 4 neighbours from (r, c) in direction L, zero outside the matrix: one Vec4
   // load when `vector` (= vectorizes<L>()) and all 4 are inside.
   template <Layout L>
   __device__ Vec4 load4_raw(int r, int c, bool vector) const {
     if (L == ROW_MAJOR) {
-      if (vector && r < rows && c + 3 < cols) return *reinterpret_cast<const Vec4*>(p + r * rs + c);
+      if (vector && r < rows && c + 3 < cols) return load4_inside<L>(r, c);
       return Element<T>::pack(raw_at(r, c), raw_at(r, c + 1), raw_at(r, c + 2), raw_at(r, c + 3));
     }
-    if (vector && c < cols && r + 3 < rows) return *reinterpret_cast<const Vec4*>(p + r + c * cs);
+    if (vector && c < cols && r + 3 < rows) return load4_inside<L>(r, c);
     return Element<T>::pack(raw_at(r, c), raw_at(r + 1, c), raw_at(r + 2, c), raw_at(r + 3, c));
   }
 

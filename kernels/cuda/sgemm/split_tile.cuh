@@ -71,18 +71,33 @@ struct SplitTileStager {
   }
 
   // The thread's units of the tile whose first line is line0 and first k is
-  // k0 in x (a LINES x K view), zeros outside x. (Interior tiles loaded
-  // without the checks were slower: 36.1 -> 33.7 TFLOP/s at 4096^3 on an
-  // H100, at the register limit; docs/performance-log.md.)
+  // k0 in x (a LINES x K view), zeros outside x. INSIDE: the caller knows
+  // the k-tile lies wholly inside x, which vectorizes (lines_inside, and
+  // k0 + BK <= x.cols): plain 16-byte loads, nothing checked. (A loading
+  // warpgroup gains with it; warps that also multiply, at the register
+  // limit, lost: 36.1 -> 33.7 TFLOP/s at 4096^3 on an H100;
+  // docs/performance-log.md.)
+  template <bool INSIDE = false>
   __device__ void fetch(const Operand<T>& x, int line0, int k0) {
     const bool vector = x.template vectorizes<L>();
 #pragma unroll
     for (int j = 0; j < UNITS; ++j) {
       int line, k;
       unit(j, threadIdx.x, line, k);
-      v[j][0] = x.template load4_raw<L>(line0 + line, k0 + k, vector);
-      v[j][1] = x.template load4_raw<L>(line0 + line, k0 + k + NEXT, vector);
+      if (INSIDE) {
+        v[j][0] = x.template load4_inside<L>(line0 + line, k0 + k);
+        v[j][1] = x.template load4_inside<L>(line0 + line, k0 + k + NEXT);
+      } else {
+        v[j][0] = x.template load4_raw<L>(line0 + line, k0 + k, vector);
+        v[j][1] = x.template load4_raw<L>(line0 + line, k0 + k + NEXT, vector);
+      }
     }
+  }
+
+  // Does x hold the tile's lines from line0, each run one aligned load
+  // (vectorizes)? Then its k-tiles wholly inside can be read by fetch<true>.
+  __device__ static bool lines_inside(const Operand<T>& x, int line0) {
+    return x.template vectorizes<L>() && line0 + LINES <= x.rows;
   }
 
   // The thread's units of a tile landed in shared memory, element (line, k)
