@@ -1,4 +1,5 @@
 #include "sgemm/int8_tiles.cuh"
+#include "sgemm/params.cuh"
 // Chapter 7, step 3 of the INT8 emulation: C from the s residue products by
 // the Chinese remainder theorem, unscaled. For each output, with q_i its
 // residue modulo p_i (int8_products.cu) and the constants of
@@ -42,29 +43,38 @@ auto constant = [&](int i) { return __hiloint2double(words[2 * i + 1], words[2 *
 double x_hi[COLUMNS], x_lo[COLUMNS];
 #pragma unroll
 for (int e = 0; e < COLUMNS; ++e) x_hi[e] = x_lo[e] = 0.0;
-// Every residue matrix's 8 bytes loaded first (up to MAX_MODULI, the table's
-// size), so that their latencies overlap instead of adding up.
-constexpr int MAX_MODULI = 20;
-uint2 loaded[MAX_MODULI];
+// The residue matrices' 8 bytes loaded GROUP at a time, each group's loads
+// issued together so that their latencies overlap instead of adding up (7
+// moduli: one group). Groups of 8 keep a thread at 64 registers, so that 4
+// blocks (1,024 threads) fit an SM (the spec's min_blocks) and one block's
+// loads overlap another's float64 work: H200, 8192^3, 611-640 -> 431-480 us,
+// against all (up to 20) moduli's loads at once in 96 registers
+// (docs/performance-log.md, "INT8 emulation: the CRT and B's residues").
+constexpr int GROUP = 8;
+for (int i0 = 0; i0 < s; i0 += GROUP) {
+  uint2 loaded[GROUP];
 #pragma unroll
-for (int i = 0; i < MAX_MODULI; ++i) {
-  if (i < s) loaded[i] = *reinterpret_cast<const uint2*>(residues + (static_cast<int64_t>(i) * M + row) * Np + col0);
-}
+  for (int g = 0; g < GROUP; ++g) {
+    const int64_t at = (static_cast<int64_t>(i0 + g) * M + row) * Np + col0;
+    if (i0 + g < s) loaded[g] = *reinterpret_cast<const uint2*>(residues + at);
+  }
 #pragma unroll
-for (int i = 0; i < MAX_MODULI; ++i) {
-  if (i >= s) break;
-  const uint2 bytes = loaded[i];
-  const double hi = constant(i), lo = constant(s + i);
+  for (int g = 0; g < GROUP; ++g) {
+    const int i = i0 + g;
+    if (i >= s) break;
+    const uint2 bytes = loaded[g];
+    const double hi = constant(i), lo = constant(s + i);
 #pragma unroll
-  for (int e = 0; e < COLUMNS; ++e) {
-    const uint32_t word = e < 4 ? bytes.x : bytes.y;
-    // The byte as a float64 without a conversion instruction: 2^52 + 128 + q
-    // has q + 128 in its low bits (exact), then subtract 2^52 + 128.
-    const uint32_t biased = ((word >> (8 * (e % 4))) & 0xffu) ^ 0x80u;  // q + 128
-    const double q = __dsub_rn(__hiloint2double(0x43300000, biased), 4503599627370624.0);
-    // hi q and the sum are exact (CRT's split), so an fma rounds nothing here.
-    x_hi[e] = fma(hi, q, x_hi[e]);
-    x_lo[e] = __dadd_rn(x_lo[e], __dmul_rn(lo, q));
+    for (int e = 0; e < COLUMNS; ++e) {
+      const uint32_t word = e < 4 ? bytes.x : bytes.y;
+      // The byte as a float64 without a conversion instruction: 2^52 + 128 + q
+      // has q + 128 in its low bits (exact), then subtract 2^52 + 128.
+      const uint32_t biased = ((word >> (8 * (e % 4))) & 0xffu) ^ 0x80u;  // q + 128
+      const double q = __dsub_rn(__hiloint2double(0x43300000, biased), 4503599627370624.0);
+      // hi q and the sum are exact (CRT's split), so an fma rounds nothing here.
+      x_hi[e] = fma(hi, q, x_hi[e]);
+      x_lo[e] = __dadd_rn(x_lo[e], __dmul_rn(lo, q));
+    }
   }
 }
 const double p_hi = constant(2 * s), p_lo = constant(2 * s + 1), p_inverse = constant(2 * s + 2);

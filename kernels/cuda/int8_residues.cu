@@ -39,12 +39,14 @@ if (across) {
   __syncthreads();
 }
 
-// Chunk j of the block: line j % 64, chunk j / 64 of the k-tile when staged
-// (consecutive threads, consecutive lines: distinct banks); line j / 8, chunk
-// j % 8 otherwise (8 threads read a line's 512 contiguous bytes and write its
-// 128-byte row).
+// Chunk j of the block: line j / 8, chunk j % 8: 8 threads read a line's 16
+// values each and write its 128-byte row, so a warp's stores are whole rows.
+// (Staged, the 8 threads' reads of shared memory meet in 8 banks, 4 ways;
+// threads a line apart, conflict-free, each wrote 16 bytes of a different row
+// instead: 20% slower on an H200, docs/performance-log.md, "INT8 emulation:
+// the CRT and B's residues".)
 for (int j = threadIdx.x; j < CHUNKS; j += blockDim.x) {
-  const int l = across ? j % LINES : j / 8, chunk = across ? j / LINES : j % 8;
+  const int l = j / 8, chunk = j % 8;
   const int line = line0 + l, k0 = k_base + 16 * chunk;
   const int shift = line < lines ? sgemm::line_shift(stats, lines, line, bits) : 0;
   const bool live = line < lines && shift != sgemm::NON_FINITE_LINE;

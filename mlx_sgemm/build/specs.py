@@ -396,9 +396,12 @@ def cuda_int8_fallback() -> KernelSpec:
 
 def cuda_int8_reconstruct() -> KernelSpec:
     """C from the residue products by the CRT, unscaled; the outputs the
-    scheme does not give from the fallback (kernels/cuda/int8_reconstruct.cu)."""
+    scheme does not give from the fallback (kernels/cuda/int8_reconstruct.cu).
+    Four blocks an SM (64 registers a thread): one block's loads overlap
+    another's float64 work."""
     return KernelSpec(
         "int8_reconstruct", "cuda", "int8_reconstruct.cu", (256, 1, 1), 1, 8,
+        min_blocks=4,
         inputs=("residues", "a_stats", "b_stats", "constants", "choice", "direct", "params"),
         outputs=("c_out",),
         input_dtypes=("int8", "float32", "float32", "int32", "int32", "float32", "int32"),
