@@ -33,10 +33,10 @@
 //   4 warps' copies), splits it into the ring of SPLIT_STAGES split k-tiles the
 //   8 multiplying warps read (sgemm::SplitRing). Its k-tiles are in flight
 //   without it holding them, so it keeps ahead of the multipliers, which
-//   tile_simdgroup's loaders do not: H200, 4096^3 / 8192^3, 49.4-50.6 /
-//   51.7-51.9 TFLOP/s against tile_simdgroup's 41.6-43.1 / 44.2
-//   (docs/performance-log.md, "tile_simdgroup and tile_async: a loading
-//   warpgroup").
+//   tile_simdgroup's loaders do not: H200, 4096^3 / 8192^3, 50.1 / 53.4
+//   TFLOP/s against tile_simdgroup's 47.7 / 48.9 (the recorded sweep,
+//   benchmarks/results/bench-2026-11-26-h200.csv; docs/performance-log.md,
+//   "tile_simdgroup and tile_async: a loading warpgroup").
 // - Elsewhere, and for TF32 (LOADERS = 0), the 8 warps copy, split and
 //   multiply: each landed k-tile is split into one of two split buffers a
 //   k-tile ahead of the products, in the same iteration as they run on the

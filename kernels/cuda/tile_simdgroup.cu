@@ -34,8 +34,9 @@
 //   needed (sgemm::SplitRing): 384 threads x 168 at launch, the loaders keep
 //   120, the multipliers take 192. The loaders read every k-tile that lies
 //   wholly inside both operands by plain 16-byte loads, and check bounds only
-//   at the edges. H200, 4096^3 / 8192^3: 46.9 / 49.5 TFLOP/s, against 35.1 /
-//   36.7 with the 8 warps loading too (docs/performance-log.md, "tile_simdgroup
+//   at the edges. H200, 4096^3 / 8192^3: 47.7 / 48.9 TFLOP/s in the recorded
+//   sweep, against 35.1 / 36.7 with the 8 warps loading too and 42.3 / 44.2
+//   with every k-tile's bounds checked (docs/performance-log.md, "tile_simdgroup
 //   and tile_async: a loading warpgroup" and "tile_simdgroup: the loaders check
 //   bounds at the edges only").
 // - Elsewhere (LOADERS = 0), by the 8 warps: while they multiply one k-tile,
