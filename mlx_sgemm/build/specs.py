@@ -183,6 +183,14 @@ def _split_tile_floats(lines: int, bk: int) -> int:
     return lines * bk * 2
 
 
+def _matrix_unit_block(loaders: int, min_blocks: int = 0) -> dict:
+    """The launch of a matrix-unit stage's block: 8 multiplying warps, and
+    ``loaders`` more (a warpgroup, or none). With loaders, one block per SM:
+    the cap (65536 / 384 registers at entry) is what the warpgroups'
+    setmaxnreg redistributes (sgemm::SplitRing)."""
+    return dict(threadgroup=(256 + 32 * loaders, 1, 1), min_blocks=1 if loaders else min_blocks)
+
+
 def cuda_warp_tiled(stage: str = "tile_simdgroup", *, BK: int = 16, LOADERS: int = 4,
                     STAGES: int = 6) -> KernelSpec:
     """tile_simdgroup on CUDA: 8 warps, each a 64x32 warp tile of m16n8k8
@@ -195,14 +203,12 @@ def cuda_warp_tiled(stage: str = "tile_simdgroup", *, BK: int = 16, LOADERS: int
     43.0 TFLOP/s at 4096^3 / 8192^3; docs/performance-log.md)."""
     bm, bn = 128, 128
     return KernelSpec(
-        stage, "cuda", "tile_simdgroup.cu", (256 + 32 * LOADERS, 1, 1), bm, bn,
-        (("BM", bm), ("BN", bn), ("BK", BK), ("WM", 64), ("WN", 32), ("LOADERS", LOADERS),
-         ("STAGES", STAGES)),
+        stage=stage, backend="cuda", source_file="tile_simdgroup.cu", block_m=bm, block_n=bn,
+        template=(("BM", bm), ("BN", bn), ("BK", BK), ("WM", 64), ("WN", 32), ("LOADERS", LOADERS),
+                  ("STAGES", STAGES)),
         shared_memory=STAGES * (_split_tile_floats(bm, BK) + _split_tile_floats(bn, BK)) * 4,
-        # With loaders, one block per SM: the cap (65536 / 384 registers at
-        # entry) is what the warpgroups' setmaxnreg redistributes (sgemm::SplitRing).
-        min_blocks=1 if LOADERS else 0,
         converts_on_load=True,
+        **_matrix_unit_block(LOADERS),
     )
 
 
@@ -227,18 +233,16 @@ def cuda_pipelined(
     stage_floats = _smem_tile_floats(bm, BK) + _smem_tile_floats(BK, bn)
     split_floats = _split_tile_floats(bm, BK) + _split_tile_floats(bn, BK)
     return KernelSpec(
-        stage, "cuda", "tile_async.cu", (256 + 32 * LOADERS, 1, 1), bm, bn,
-        (("BM", bm), ("BN", bn), ("BK", BK), ("WM", 64), ("WN", 32),
-         ("STAGES", STAGES), ("SPLIT", SPLIT), ("GROUP_M", GROUP_M), ("LOADERS", LOADERS),
-         ("SPLIT_STAGES", SPLIT_STAGES if LOADERS else 0)),
+        stage=stage, backend="cuda", source_file="tile_async.cu", block_m=bm, block_n=bn,
+        template=(("BM", bm), ("BN", bn), ("BK", BK), ("WM", 64), ("WN", 32),
+                  ("STAGES", STAGES), ("SPLIT", SPLIT), ("GROUP_M", GROUP_M), ("LOADERS", LOADERS),
+                  ("SPLIT_STAGES", SPLIT_STAGES if LOADERS else 0)),
         # STAGES k-tiles in flight, and with SPLIT the split k-tiles: a ring of
         # SPLIT_STAGES with loaders, else two (one being multiplied, one being
         # split; kernels/cuda/tile_async.cu).
         shared_memory=(STAGES * stage_floats
                        + (SPLIT_STAGES if LOADERS else 2 * bool(SPLIT)) * split_floats) * 4,
-        # With loaders, one block per SM: the cap (65536 / 384 registers at
-        # entry) is what the warpgroups' setmaxnreg redistributes (sgemm::SplitRing).
-        min_blocks=1 if LOADERS else min_blocks,
+        **_matrix_unit_block(LOADERS, min_blocks),
     )
 
 
