@@ -1,13 +1,13 @@
-"""Where the INT8 emulation (``int8_emulated``) beats the 3xTF32 wgmma pipeline
-at float32 accuracy: the two, and cuBLAS SGEMM, on square and LLM-sized
-products, in alternating rounds in one process.
+"""Where the emulations (``fp16_emulated``, ``int8_emulated``) beat the 3xTF32
+wgmma pipeline at float32 accuracy: the three, and cuBLAS SGEMM, on square and
+LLM-sized products, in alternating rounds in one process.
 
     python benchmarks/emulation_crossover.py [--csv out.csv]
 
 "wgmma" is matmul's kernel when the emulation is not chosen
 (``kernel_choice.choose`` without it), so the comparison holds whichever of
-the two matmul picks; ``matmul`` is the op as it chooses. The rule in
-mlx_sgemm.dispatch.kernel_choice (EMULATION_MIN_SIDE, EMULATION_MIN_CUBE) comes from these rows.
+them matmul picks; ``matmul`` is the op as it chooses. The rule in
+mlx_sgemm.dispatch.kernel_choice (HALF_SPLIT_MIN_SIDE) comes from these rows.
 Needs a Hopper GPU.
 """
 
@@ -27,7 +27,7 @@ from mlx_sgemm.build import launcher
 from mlx_sgemm.dispatch import device, kernel_choice
 from mlx_sgemm.dispatch.problem import plan
 
-SQUARES = [(n, n, n) for n in (3072, 4096, 5120, 6144, 7168, 8192)]
+SQUARES = [(n, n, n) for n in (1024, 2048, 3072, 4096, 5120, 6144, 7168, 8192)]
 # (M tokens, N, K): a 7B model's projections at long prefill, and shapes with one short side.
 LLM = [(8192, 14336, 4096), (8192, 4096, 14336), (16384, 4096, 4096), (2048, 14336, 4096),
        (8192, 8192, 2048), (2048, 8192, 8192)]
@@ -48,6 +48,7 @@ def main() -> None:
             "mx.matmul": lambda a=a, b=b: mx.matmul(a, b),
             "wgmma (3xTF32)": lambda a=a, b=b, run=run: run(a, b, None, {}),
             "int8_emulated": lambda a=a, b=b: mlx_sgemm.int8_emulated(a, b),
+            "fp16_emulated": lambda a=a, b=b: mlx_sgemm.fp16_emulated(a, b),
             "matmul": lambda a=a, b=b: mlx_sgemm.matmul(a, b),
         }
         medians = timing.alternating_medians(fns, rounds=3, repeats=args.repeats)

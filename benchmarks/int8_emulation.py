@@ -34,22 +34,6 @@ from mlx_sgemm.dispatch import device  # noqa: E402
 from mlx_sgemm.emulation import gpu, op, residue_gemm, scheme  # noqa: E402
 
 
-def hard_inputs(kind: str, m: int, n: int, k: int, rng: np.random.Generator):
-    """The accuracy table's inputs: normal, GEMMul8's (rand - 0.5) exp(phi randn),
-    and rows of 1e30 next to 1e-30."""
-    if kind.startswith("phi"):
-        phi = float(kind[3:])
-        draw = lambda shape: ((rng.random(shape) - 0.5) * np.exp(phi * rng.standard_normal(shape)))  # noqa: E731
-        return draw((m, k)).astype(np.float32), draw((k, n)).astype(np.float32)
-    a = rng.standard_normal((m, k)).astype(np.float32)
-    b = rng.standard_normal((k, n)).astype(np.float32)
-    if kind == "1e30 next to 1e-30":
-        a[::3, ::2] *= np.float32(1e30)
-        a[1::3, 1::2] *= np.float32(1e-30)
-        b[::2, ::5] *= np.float32(1e-30)
-    return a, b
-
-
 def accuracy_table(path: str | None) -> None:
     """int8_emulated's errors (normwise, worst componentwise) next to cuBLAS
     SGEMM's on the same inputs, 512 x 512 products, and what the op chose."""
@@ -57,7 +41,7 @@ def accuracy_table(path: str | None) -> None:
     rows = []
     for k in (31, 4096, 65536):
         for kind in ("normal", "phi0.5", "phi1", "phi2", "phi4", "1e30 next to 1e-30"):
-            a, b = hard_inputs(kind, 512, 512, k, rng)
+            a, b = accuracy.emulation_inputs(kind, 512, 512, k, rng)
             x, y = mx.array(a), mx.array(b)
             verdict = op.assess(x, y)[0]
             ours = scheme.errors(np.array(mlx_sgemm.int8_emulated(x, y)), a, b)

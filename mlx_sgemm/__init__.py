@@ -7,6 +7,7 @@
 from . import nn
 from .autotuning import autotune
 from .dispatch.device import backend
+from .emulation.half_split import fp16_emulated
 from .emulation.op import int8_emulated
 from .explain import Explanation, explain
 from .ops import (
@@ -38,6 +39,7 @@ __all__ = [
     "tile_simdgroup",
     "tile_async",
     "int8_emulated",
+    "fp16_emulated",
     "poisoned_outputs",
     "distributed",
 ]

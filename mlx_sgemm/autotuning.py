@@ -19,7 +19,6 @@ from .bench import accuracy, timing
 from .build import launcher
 from .dispatch import device, kernel_choice, tuning_cache
 from .dispatch.problem import check_operand, plan
-from .emulation import op as emulation
 
 # Accept a candidate whose error is within this factor of mx.matmul's at the
 # same precision (or of float32's unit roundoff, for tiny K).
@@ -53,7 +52,7 @@ def autotune(
     for launch in kernel_choice.candidates(backend, precision, p):
         def run(launch=launch):
             if kernel_choice.is_emulated(launch):
-                return emulation.int8_emulated(a, b, stream=stream)
+                return kernel_choice.emulation_op(launch)(a, b, stream=stream)
             return launcher.launch(launch.spec, a, b, stream, k_splits=launch.k_splits)
         error = accuracy.relative_error(run(), a, b)
         if not error <= bound:  # NaN fails too

@@ -34,6 +34,10 @@ _CONTRACTS = {
     ("float32", "int8"): "float32-accurate: INT8 tensor-core products of residues (Ozaki scheme II), "
                          "as many moduli as the operands' rows and columns need for an error at or below "
                          "cuBLAS SGEMM's; lines no moduli count can carry go to float32 FMAs",
+    ("float32", "float16"): "float32-accurate: each operand scaled per line and split into two float16 "
+                            "parts, three float16 tensor-core products (error at or below cuBLAS SGEMM's "
+                            "on zero-mean inputs from K = 32; up to ~4x it on all-positive ones); lines "
+                            "too wide for float16's range go to float32 FMAs",
 }
 _FMA_KERNELS = ("naive", "tile", "tile_threads", "small_m", "small_m_wide")
 
@@ -266,13 +270,15 @@ def explain(
     }
     if spec.shared_memory:
         parameters["shared_memory"] = f"{spec.shared_memory // 1024} KB"
-    emulated = kernel_choice.is_emulated(how)
-    if emulated:
+    unit = "fma" if spec.source_file.split(".")[0] in _FMA_KERNELS else "tensor"
+    if how.spec.stage == kernel_choice.EMULATED.stage:
         from .emulation import gpu
 
+        unit = "int8"
         parameters["moduli"] = (f"{gpu.least_moduli(p.K)}-{gpu.MAX_MODULI}, chosen on the GPU from the "
                                 "operands (mlx_sgemm.emulation.op.assess reads the choice)")
-    unit = "int8" if emulated else "fma" if spec.source_file.split(".")[0] in _FMA_KERNELS else "tensor"
+    elif how.spec.stage == kernel_choice.HALF_SPLIT.stage:
+        unit = "float16"
     if backend == device.METAL:
         contract = "float32 (Apple GPUs have no TF32 mode)" if precision == "tf32" else "float32: simdgroup matrices in float32"
     else:

@@ -229,15 +229,9 @@ def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, a_dtype, b_dtyp
         choose, backend, a_shape, b_shape, pad, (dtype_name(a_dtype), dtype_name(b_dtype)))
     reads = tuple(getattr(mx, t) for t in how.spec.operand_types)
     if kernel_choice.is_emulated(how):
-        return pad_k, pad_n, reads, _emulated
+        emulated = kernel_choice.emulation_op(how)
+        return pad_k, pad_n, reads, lambda a, b, stream, extra: emulated(a, b, stream=stream)
     return pad_k, pad_n, reads, launcher.prepared(how.spec, a_shape, b_shape, how.k_splits)
-
-
-def _emulated(a: mx.array, b: mx.array, stream, extra) -> mx.array:
-    """The INT8 emulation where matmul's choice names it (kernel_choice.EMULATED)."""
-    from .emulation import op
-
-    return op.int8_emulated(a, b, stream=stream)
 
 
 def route_plan(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool,

@@ -20,7 +20,7 @@ import pytest  # noqa: E402
 import mlx_sgemm  # noqa: E402
 from mlx_sgemm import ops  # noqa: E402
 from mlx_sgemm.build import launcher, specs  # noqa: E402
-from mlx_sgemm.dispatch import device  # noqa: E402
+from mlx_sgemm.dispatch import device, kernel_choice  # noqa: E402
 
 GPU_BACKEND = mlx_sgemm.backend()
 HAS_GPU = GPU_BACKEND in ("metal", "cuda")
@@ -90,7 +90,14 @@ def _fake_gpu(monkeypatch, backend: str):
             return c
         return run
 
+    def emulation_op(launch):
+        def run(a, b, stream=None):
+            launches.append(FakeLaunch(launch.spec, a.shape, b.shape, 1, (a.dtype, b.dtype)))
+            return mx.matmul(a.astype(mx.float32), b.astype(mx.float32), stream=stream)
+        return run
+
     monkeypatch.setattr(launcher, "prepared", prepared)
+    monkeypatch.setattr(kernel_choice, "emulation_op", emulation_op)
     forget = lambda: (ops._compiled.cache_clear(), ops._route.cache_clear(), ops._calls.clear())  # noqa: E731
     forget()
     yield launches

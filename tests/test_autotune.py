@@ -41,12 +41,14 @@ def fake_hopper(monkeypatch):
         fast = dict(spec.template).get("STAGES") == 3 and splits == 1
         return 1e-3 if fast else 2e-3 + 1e-4 * splits
 
-    def int8_emulated(a, b, stream=None):
-        ran.append((kernel_choice.EMULATED, 1))
-        return mx.matmul(a, b)
+    def emulation_op(launch):
+        def run(a, b, stream=None):
+            ran.append((launch.spec, 1))
+            return mx.matmul(a, b)
+        return run
 
     monkeypatch.setattr(autotuning.launcher, "launch", launch)
-    monkeypatch.setattr(autotuning.emulation, "int8_emulated", int8_emulated)
+    monkeypatch.setattr(autotuning.kernel_choice, "emulation_op", emulation_op)
     monkeypatch.setattr(timing, "median_seconds", median_seconds)
     return ran
 

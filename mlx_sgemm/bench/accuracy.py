@@ -69,3 +69,23 @@ def wide_range_operands(shape_a, shape_b, phi: float = WIDE_RANGE_PHI, seed=None
         return mx.array(((rng.random(shape) - 0.5) * np.exp(phi * rng.standard_normal(shape))).astype(np.float32))
 
     return draw(shape_a), draw(shape_b)
+
+
+def emulation_inputs(kind: str, m: int, n: int, k: int, rng: np.random.Generator):
+    """The emulations' accuracy inputs, float32 numpy (m x k, k x n): "normal",
+    "positive" (uniform in [0, 1)), GEMMul8's "phi<x>" ((rand - 0.5) exp(phi
+    randn)), and "1e30 next to 1e-30" (normal, with rows of A and columns of
+    B scaled by both)."""
+    if kind == "positive":
+        return rng.random((m, k)).astype(np.float32), rng.random((k, n)).astype(np.float32)
+    if kind.startswith("phi"):
+        phi = float(kind[3:])
+        draw = lambda shape: ((rng.random(shape) - 0.5) * np.exp(phi * rng.standard_normal(shape)))  # noqa: E731
+        return draw((m, k)).astype(np.float32), draw((k, n)).astype(np.float32)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    if kind == "1e30 next to 1e-30":
+        a[::3, ::2] *= np.float32(1e30)
+        a[1::3, 1::2] *= np.float32(1e-30)
+        b[::2, ::5] *= np.float32(1e-30)
+    return a, b

@@ -413,6 +413,37 @@ def cuda_int8_reconstruct() -> KernelSpec:
     )
 
 
+# The float16 split (mlx_sgemm/emulation/half_split.py): each line scaled by a
+# power of two into float16's range and split into big and small float16
+# parts, in the INT8 residues' tiles; their wgmma products.
+def cuda_half_split() -> KernelSpec:
+    """One operand's lines scaled and split into big and small float16 parts,
+    in the products' swizzled tiles (kernels/cuda/half_split.cu)."""
+    return KernelSpec(
+        "half_split", "cuda", "half_split.cu", (256, 1, 1), 1, 8,
+        inputs=("x", "stats", "params"), outputs=("parts",),
+        input_dtypes=("float32", "float32", "int32"), output_dtypes=("float16",),
+    )
+
+
+def cuda_half_products(BN: int = 192, STAGES: int = 2, GROUP_M: int = 8) -> KernelSpec:
+    """C from the float16 parts on wgmma (m64nBNk16, both operands by
+    descriptor), unscaled, the fallback's outputs merged
+    (kernels/cuda/half_products.cu): 128 x BN blocks of a producer and two
+    consumer warpgroups, each with a fresh and a running accumulator of BN / 2
+    floats a thread (BN = 192: 192 of its 232 registers); STAGES k-tiles of
+    the four parts in flight (80 KB each at BN = 192)."""
+    return KernelSpec(
+        "half_products", "cuda", "half_products.cu", (384, 1, 1), 128, BN,
+        (("BM", 128), ("BN", BN), ("STAGES", STAGES), ("GROUP_M", GROUP_M)),
+        shared_memory=STAGES * 2 * (128 + BN) * 128 + 1024,
+        min_blocks=1,
+        inputs=("ah", "bh", "a_stats", "b_stats", "choice", "direct", "params"), outputs=("c",),
+        input_dtypes=("float16", "float16", "float32", "float32", "int32", "float32", "int32"),
+        output_dtypes=("float32",),
+    )
+
+
 _SPECS = {
     "cuda": [
         # One thread per output; 32 threads along N so a warp's loads of B and
@@ -504,7 +535,8 @@ STAGES = ("naive", "tile_16", "tile_32", "tile_threads", "tile_simdgroup", "tile
 # and not of the a/b/params interface.
 _EMULATION_SPECS = {
     "cuda": [cuda_int8_residue_gemm(), cuda_int8_line_stats(), cuda_int8_choice(), cuda_int8_residues(),
-             cuda_int8_products(), cuda_int8_fallback(), cuda_int8_reconstruct()],
+             cuda_int8_products(), cuda_int8_fallback(), cuda_int8_reconstruct(), cuda_half_split(),
+             cuda_half_products()],
     "metal": [],
 }
 
@@ -515,7 +547,7 @@ def specs(backend: str) -> list[KernelSpec]:
 
 
 def emulation_specs(backend: str) -> list[KernelSpec]:
-    """The INT8 emulation's kernels of one backend."""
+    """The emulations' kernels of one backend (INT8, and the float16 split)."""
     return list(_EMULATION_SPECS[backend])
 
 

@@ -4,8 +4,8 @@ The choice follows measurements on an H200 (docs/performance-log.md). On CUDA a
 product of at most 8 rows (a token's activations against a weight) is bound by
 reading B and runs small_m, float32 FMAs at memory speed, in either precision
 (small_m_wide for up to 4 rows against 12288 columns and more).
-On Hopper GPUs, large float32 products (every side at least 4096, M N K at
-least 6144^3) run the INT8 emulation (``int8_emulated``, chapter 7);
+On Hopper GPUs, large float32 products (every side at least 2048, M N K at
+least 4096^3) run the float16 split (``fp16_emulated``, chapter 7);
 everything else runs the wgmma pipeline (tile_wgmma: 3xTF32
 for float32 accuracy, one pass for TF32) in blocks as tall as C needs (32, 64
 or 128 rows; 256 for TF32), with K split across threadgroups when the output
@@ -67,35 +67,47 @@ _HOPPER_TF32_TALL = specs.cuda_wgmma(
 _WGMMA_ROWS = {"float32": (32, 64, 128), "tf32": (32, 64, 128, 256)}
 
 
-# The INT8 emulation (mlx_sgemm.emulation, chapter 7) stands in matmul's
-# choices as this spec (its products' kernel, for the name and the tile):
-# ops and the autotuner run mlx_sgemm.int8_emulated for it. On Hopper at
-# float32 it is the choice for one product (no batch) with every side at least
-# EMULATION_MIN_SIDE and M N K at least EMULATION_MIN_CUBE^3, K within the
-# int32 bound of its INT8 products. H100, against the 3xTF32 wgmma pipeline
-# in the same process (benchmarks/emulation_crossover.py,
-# results/emulation-crossover-2026-11-25-h100.csv): 1.16x at 6144^3, 1.43x at
-# 8192^3, 1.15-1.39x at 8192 x 14336 x 4096, 8192 x 4096 x 14336 and 16384 x
-# 4096 x 4096; 0.98x at 5120^3, 0.84x at 4096^3, 0.82-0.95x with a side of
-# 2048 (its phases around the products, ~1 ms at 8192^3, weigh more there).
+# The emulations (mlx_sgemm.emulation, chapter 7) stand in matmul's choices as
+# a spec each (their products' kernel, for the name and the tile): ops and the
+# autotuner run the op of that name for it (EMULATION_OPS). On Hopper at
+# float32 the float16 split (fp16_emulated) is the choice for one product (no
+# batch) with every side at least HALF_SPLIT_MIN_SIDE and M N K at least
+# HALF_SPLIT_MIN_CUBE^3. H100, against the 3xTF32 wgmma pipeline and the INT8
+# emulation in the same process (benchmarks/emulation_crossover.py,
+# results/emulation-crossover-2026-11-27-h100.csv): 1.24x the pipeline at
+# 4096^3, 1.40-1.77x at 5120^3-8192^3, 1.31-1.77x on the LLM shapes with one
+# side of 2048 or more and M N K >= 4096^3; 0.87x at 3072^3, 0.45x at 2048^3
+# (its statistics, splits and choice, ~0.35 ms at 4096^3, weigh more there).
+# The INT8 emulation was slower than the split on every one of those shapes
+# (0.69-0.87x of it), so no rule picks it; the autotuner still tries both.
 EMULATED = dataclasses.replace(specs.cuda_int8_products(), stage="int8_emulated")
-EMULATION_MIN_SIDE, EMULATION_MIN_CUBE = 4096, 6144
+HALF_SPLIT = dataclasses.replace(specs.cuda_half_products(), stage="fp16_emulated")
+EMULATION_OPS = {EMULATED.stage: "int8_emulated", HALF_SPLIT.stage: "fp16_emulated"}
+HALF_SPLIT_MIN_SIDE, HALF_SPLIT_MIN_CUBE = 2048, 4096
 
 
 def is_emulated(launch: Launch) -> bool:
-    """Whether ``launch`` is the INT8 emulation rather than one kernel."""
-    return launch.spec.stage == EMULATED.stage
+    """Whether ``launch`` is an emulation (several kernels) rather than one kernel."""
+    return launch.spec.stage in EMULATION_OPS
+
+
+def emulation_op(launch: Launch):
+    """The op (``mlx_sgemm.int8_emulated`` or ``fp16_emulated``) that an
+    emulation's launch stands for."""
+    import mlx_sgemm
+
+    return getattr(mlx_sgemm, EMULATION_OPS[launch.spec.stage])
 
 
 def _emulation_runs(p: Plan) -> bool:
-    """Whether the emulation takes ``p`` at all: one product, K within its bound."""
+    """Whether the INT8 emulation takes ``p`` at all: one product, K within its bound."""
     return p.batch == 1 and p.K <= INT32_EXACT_K
 
 
-def _emulation_serves(p: Plan) -> bool:
-    """Whether the rule picks the emulation for ``p`` (where it was measured faster)."""
-    return (_emulation_runs(p) and min(p.M, p.N, p.K) >= EMULATION_MIN_SIDE
-            and p.M * p.N * p.K >= EMULATION_MIN_CUBE**3)
+def _half_split_serves(p: Plan) -> bool:
+    """Whether the rule picks the float16 split for ``p`` (where it was measured faster)."""
+    return (p.batch == 1 and min(p.M, p.N, p.K) >= HALF_SPLIT_MIN_SIDE
+            and p.M * p.N * p.K >= HALF_SPLIT_MIN_CUBE**3)
 
 
 SMALL_M = 8  # rows of C up to which the product is memory-bound (small_m)
@@ -189,11 +201,11 @@ def choose_with_rule(
             return specs.spec("small_m", backend), (
                 f"M <= {SMALL_M} rows: bound by reading B; float32 FMAs at memory speed, in either precision")
         if device.has_wgmma() if wgmma is None else wgmma:
-            if precision == "float32" and p is not None and _emulation_serves(p):
-                return EMULATED, (
-                    f"Hopper, float32, one product with M, N and K >= {EMULATION_MIN_SIDE} and MNK >= "
-                    f"{EMULATION_MIN_CUBE}^3: the INT8 emulation (Ozaki scheme II, chapter 7), faster there than the 3xTF32 "
-                    "wgmma pipeline")
+            if precision == "float32" and p is not None and _half_split_serves(p):
+                return HALF_SPLIT, (
+                    f"Hopper, float32, one product with M, N and K >= {HALF_SPLIT_MIN_SIDE} and MNK >= "
+                    f"{HALF_SPLIT_MIN_CUBE}^3: the float16 split (chapter 7), faster there than the 3xTF32 "
+                    "wgmma pipeline and the INT8 emulation")
             spec = _hopper(precision, 128 if p is None else p.M)
             return spec, (
                 f"Hopper: the wgmma pipeline ({'one TF32 pass' if precision == 'tf32' else '3xTF32'}), "
@@ -321,8 +333,10 @@ def candidates(backend: str, precision: str, p: Plan) -> list[Launch]:
                 add(specs.cuda_wgmma(base.stage, SPLIT=float32, STAGES=stages, GROUP_M=group_m,
                                      BM=base.block_m, IN_FLIGHT=t["IN_FLIGHT"],
                                      LOOKAHEAD=t["LOOKAHEAD"], TMA=t["TMA"]), splits)
-            if float32 and _emulation_runs(p) and p.M > SMALL_M:
-                add(EMULATED)
+            if float32 and p.batch == 1 and p.M > SMALL_M:
+                add(HALF_SPLIT)
+                if _emulation_runs(p):
+                    add(EMULATED)
         add(_without_wgmma(precision))
         if p.M <= 4 * SMALL_M:
             add(specs.spec("small_m", backend))

@@ -89,29 +89,40 @@ def test_hopper_block_height_follows_the_rows_of_c(monkeypatch):
     assert {s.block_m for s in kernel_choice.variants(device.CUDA) if s.source_file == "tile_wgmma.cu"} == {32, 64, 128, 256}
 
 
-@pytest.mark.parametrize("a_shape, b_shape, emulated", [
-    ((6144, 6144), (6144, 6144), True), ((8192, 4096), (4096, 14336), True), ((16384, 4096), (4096, 4096), True),
-    ((4096, 4096), (4096, 4096), False),  # 0.84x the wgmma pipeline there
-    ((5120, 5120), (5120, 5120), False), ((2048, 8192), (8192, 8192), False), ((8192, 2048), (2048, 8192), False),
+@pytest.mark.parametrize("a_shape, b_shape, split", [
+    ((4096, 4096), (4096, 4096), True), ((6144, 6144), (6144, 6144), True), ((8192, 4096), (4096, 14336), True),
+    ((16384, 4096), (4096, 4096), True), ((2048, 4096), (4096, 14336), True), ((8192, 2048), (2048, 8192), True),
+    ((8192, 140000), (140000, 8192), True),  # no integer bound on K: float32 sums
+    ((3072, 3072), (3072, 3072), False),  # 0.87x the wgmma pipeline there
+    ((2048, 2048), (2048, 2048), False), ((1024, 8192), (8192, 8192), False),
     ((2, 8192, 8192), (8192, 8192), False),  # a batch: the pipeline
-    ((8192, 140000), (140000, 8192), False),  # K past the INT8 products' int32 bound
 ])
-def test_hopper_float32_takes_the_int8_emulation_for_big_products(a_shape, b_shape, emulated):
+def test_hopper_float32_takes_the_float16_split_for_big_products(a_shape, b_shape, split):
     p = plan(a_shape, b_shape)
     spec, rule = kernel_choice.choose_with_rule(device.CUDA, "float32", p, wgmma=True)
-    assert (spec == kernel_choice.EMULATED) == emulated, rule
-    assert kernel_choice.is_emulated(kernel_choice.Launch(spec)) == emulated
-    assert ("INT8 emulation" in rule) == emulated
+    assert (spec == kernel_choice.HALF_SPLIT) == split, rule
+    assert kernel_choice.is_emulated(kernel_choice.Launch(spec)) == split
+    assert ("float16 split" in rule) == split
+    assert spec != kernel_choice.EMULATED  # slower than the split wherever it was timed
     # Never for TF32, without wgmma, or deterministic (a row must not depend on the others).
-    assert kernel_choice.choose(device.CUDA, "tf32", p, wgmma=True) != kernel_choice.EMULATED
-    assert kernel_choice.choose(device.CUDA, "float32", p, wgmma=False) != kernel_choice.EMULATED
+    assert not kernel_choice.is_emulated(kernel_choice.Launch(kernel_choice.choose(device.CUDA, "tf32", p, wgmma=True)))
+    assert not kernel_choice.is_emulated(kernel_choice.Launch(kernel_choice.choose(device.CUDA, "float32", p, wgmma=False)))
     assert not kernel_choice.is_emulated(kernel_choice.deterministic(device.CUDA, "float32", wgmma=True))
 
 
-def test_the_autotuner_tries_the_emulation_on_hopper_float32(monkeypatch):
+def test_each_emulation_launch_names_its_op():
+    import mlx_sgemm
+
+    assert kernel_choice.emulation_op(kernel_choice.Launch(kernel_choice.HALF_SPLIT)) is mlx_sgemm.fp16_emulated
+    assert kernel_choice.emulation_op(kernel_choice.Launch(kernel_choice.EMULATED)) is mlx_sgemm.int8_emulated
+
+
+def test_the_autotuner_tries_the_emulations_on_hopper_float32(monkeypatch):
     monkeypatch.setattr(device, "has_wgmma", lambda: True)
     float32 = kernel_choice.candidates(device.CUDA, "float32", plan((300, 500), (500, 700)))
-    assert any(kernel_choice.is_emulated(c) for c in float32)
+    assert {c.spec.stage for c in float32 if kernel_choice.is_emulated(c)} == set(kernel_choice.EMULATION_OPS)
+    long_k = kernel_choice.candidates(device.CUDA, "float32", plan((300, 140000), (140000, 700)))
+    assert {c.spec.stage for c in long_k if kernel_choice.is_emulated(c)} == {kernel_choice.HALF_SPLIT.stage}
     for other in (kernel_choice.candidates(device.CUDA, "tf32", plan((300, 500), (500, 700))),
                   kernel_choice.candidates(device.CUDA, "float32", plan((3, 300, 500), (500, 700))),
                   kernel_choice.candidates(device.CUDA, "float32", plan((8, 500), (500, 700)))):

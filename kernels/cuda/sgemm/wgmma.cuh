@@ -56,6 +56,7 @@ __device__ inline void wgmma_wait() {
 #define SGEMM_D16 SGEMM_D8(0), SGEMM_D8(8)
 #define SGEMM_D32 SGEMM_D16, SGEMM_D8(16), SGEMM_D8(24)
 #define SGEMM_D64 SGEMM_D32, SGEMM_D8(32), SGEMM_D8(40), SGEMM_D8(48), SGEMM_D8(56)
+#define SGEMM_D96 SGEMM_D64, SGEMM_D8(64), SGEMM_D8(72), SGEMM_D8(80), SGEMM_D8(88)
 #define SGEMM_D128 SGEMM_D64, SGEMM_D8(64), SGEMM_D8(72), SGEMM_D8(80), SGEMM_D8(88), \
                    SGEMM_D8(96), SGEMM_D8(104), SGEMM_D8(112), SGEMM_D8(120)
 #define SGEMM_D(x) "+f"(x)
@@ -63,6 +64,7 @@ __device__ inline void wgmma_wait() {
 #define SGEMM_ACC16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define SGEMM_ACC32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define SGEMM_ACC64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define SGEMM_ACC96 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
 #define SGEMM_ACC128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
 // One wgmma: N, the operand number of `accumulate`, the accumulators, and
 // the a and b operands.
@@ -103,6 +105,28 @@ __device__ inline void wgmma_tf32_ss(float (&d)[N / 2], uint64_t a_desc, uint64_
   }
 }
 
+// d (64 x N, float32) = a (64 x 16, float16) * b (16 x N, float16) + (accumulate
+// ? d : 0), both operands in shared memory, K-major (k16 is 32 bytes of a row,
+// as an INT8 product's k32: the same ResidueTile slices), for the widths the
+// half-precision split products use. d's layout is the TF32 products'.
+template <int N>
+__device__ inline void wgmma_f16_ss(float (&d)[N / 2], uint64_t a_desc, uint64_t b_desc, bool accumulate) {
+  static_assert(N == 128 || N == 192 || N == 256, "m64n128k16, m64n192k16, m64n256k16");
+  if constexpr (N == 256) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " SGEMM_ACC128 ", %128, %129, p, 1, 1, 0, 0;\n}\n"
+                 : SGEMM_D128 : SGEMM_SS_INPUTS);
+  } else if constexpr (N == 192) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 " SGEMM_ACC96 ", %96, %97, p, 1, 1, 0, 0;\n}\n"
+                 : SGEMM_D96 : SGEMM_SS_INPUTS);
+  } else {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " SGEMM_ACC64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : SGEMM_D64 : SGEMM_SS_INPUTS);
+  }
+}
+
 // d (64 x N, int32) += a (64 x 32, int8) * b (32 x N, int8), both operands in
 // shared memory, K-major (the only layout INT8 wgmma takes), described by
 // a_desc and b_desc (ResidueTile slices). Exact: the int32 sum wraps only past
@@ -123,10 +147,12 @@ __device__ inline void wgmma_s8_ss_n256(int32_t (&d)[128], uint64_t a_desc, uint
 #undef SGEMM_ACC16
 #undef SGEMM_ACC32
 #undef SGEMM_ACC64
+#undef SGEMM_ACC96
 #undef SGEMM_ACC128
 #undef SGEMM_D16
 #undef SGEMM_D32
 #undef SGEMM_D64
+#undef SGEMM_D96
 #undef SGEMM_D128
 #undef SGEMM_D8
 #undef SGEMM_D

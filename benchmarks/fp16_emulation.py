@@ -1,0 +1,108 @@
+"""What the float16 split (``mlx_sgemm.fp16_emulated``) costs, phase by phase,
+and how accurate it is, next to cuBLAS SGEMM in the same process.
+
+    python benchmarks/fp16_emulation.py [--sizes 4096 8192] [--csv out.csv]
+    python benchmarks/fp16_emulation.py --accuracy [--csv out.csv]
+
+Timing: ``mx.matmul`` in float32 (cuBLAS SGEMM, MLX_ENABLE_TF32=0),
+``matmul`` and ``fp16_emulated`` in alternating rounds, then each phase alone
+on evaluated inputs (line statistics, the choice, the splits of A and of B^T,
+the fallback's tiles, the products) and the products' float16 rate (3 products
+of 2 M N K each, padded tiles). ``--accuracy``: normwise and worst
+componentwise errors against float64 next to cuBLAS SGEMM's, on normal,
+positive, GEMMul8's (rand - 0.5) exp(phi randn) and 1e30-next-to-1e-30
+inputs, K = 1, 31, 4096, 65536, and whether the split or the fallback
+computed them. Needs a Hopper GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+os.environ.setdefault("MLX_ENABLE_TF32", "0")
+
+import mlx.core as mx  # noqa: E402
+import numpy as np  # noqa: E402
+
+import mlx_sgemm  # noqa: E402
+from mlx_sgemm.bench import accuracy, results, timing  # noqa: E402
+from mlx_sgemm.bench.measure import sampled_error  # noqa: E402
+from mlx_sgemm.build import specs  # noqa: E402
+from mlx_sgemm.dispatch import device  # noqa: E402
+from mlx_sgemm.emulation import gpu, half_split, scheme  # noqa: E402
+
+KINDS = ("normal", "positive", "phi0.5", "phi1", "phi2", "phi4", "1e30 next to 1e-30")
+
+
+def accuracy_table(path: str | None) -> None:
+    rng = np.random.default_rng(0)
+    rows = []
+    for k in (1, 31, 4096, 65536):
+        for kind in KINDS:
+            a, b = accuracy.emulation_inputs(kind, 256, 256, k, rng)
+            x, y = mx.array(a), mx.array(b)
+            choice = half_split.choose(gpu.line_stats(x), gpu.line_stats(y.T), 256, 256, k)
+            split = int(np.array(choice)[0]) == 1
+            ours = scheme.errors(np.array(mlx_sgemm.fp16_emulated(x, y)), a, b)
+            cublas = scheme.errors(np.array(mx.matmul(x, y)), a, b)
+            rows.append(dict(device=device.name(), K=k, inputs=kind,
+                             computed_by="fp16_emulated" if split else "tile_threads (fallback)",
+                             normwise=f"{ours[0]:.2e}", cublas_normwise=f"{cublas[0]:.2e}",
+                             componentwise=f"{ours[1]:.2e}", cublas_componentwise=f"{cublas[1]:.2e}"))
+            results.write_table(rows[-1:], None)
+    results.write_table(rows, path, echo=False)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--csv", default=None)
+    parser.add_argument("--accuracy", action="store_true", help="the accuracy table instead of the timings")
+    args = parser.parse_args()
+    if args.accuracy:
+        accuracy_table(args.csv)
+        return
+    rows = []
+    for size in args.sizes:
+        a, b = accuracy.random_operands((size, size), (size, size))
+        mx.eval(a, b)
+        fns = {"mx.matmul": lambda: mx.matmul(a, b), "matmul": lambda: mlx_sgemm.matmul(a, b),
+               "fp16_emulated": lambda: mlx_sgemm.fp16_emulated(a, b)}
+        medians = timing.alternating_medians(fns, rounds=3, repeats=args.repeats)
+        bt = b.T
+        a_stats, b_stats = gpu.line_stats(a), gpu.line_stats(bt)
+        choice = half_split.choose(a_stats, b_stats, size, size, size)
+        products = specs.cuda_half_products()
+        ah = half_split._split(a, a_stats, products.block_m)
+        bh = half_split._split(bt, b_stats, products.block_n)
+        direct = gpu.fallback_product(a, b, choice, a_stats, b_stats)
+        mx.eval(a_stats, b_stats, choice, ah, bh, direct)
+        phases = {
+            "phase: line statistics (A and B^T)": lambda: mx.concatenate([gpu.line_stats(a), gpu.line_stats(bt)], 1),
+            "phase: choice (on the device)": lambda: half_split.choose(a_stats, b_stats, size, size, size),
+            "phase: split of A": lambda: half_split._split(a, a_stats, products.block_m),
+            "phase: split of B (read as B^T)": lambda: half_split._split(bt, b_stats, products.block_n),
+            "phase: fallback tiles (none here)": lambda: gpu.fallback_product(a, b, choice, a_stats, b_stats),
+            "phase: products (wgmma, 3 float16 products)": lambda: half_split._products(
+                ah, bh, a_stats, b_stats, choice, direct, size, size, size),
+        }
+        medians.update(timing.alternating_medians(phases, rounds=3, repeats=args.repeats))
+        tiles_m, tiles_n = -(-size // products.block_m), -(-size // products.block_n)
+        for name, seconds in medians.items():
+            row = dict(device=device.name(), kernel=name, precision="float32", M=size, N=size, K=size,
+                       us=round(seconds * 1e6, 1), gflops=round(2.0 * size**3 / seconds / 1e9, 1),
+                       x_cublas_sgemm=round(medians["mx.matmul"] / seconds, 3), error="", note="")
+            if name in fns:
+                row["error"] = f"{sampled_error(fns[name](), a, b):.2e}"
+            if name.startswith("phase: products"):
+                padded = 3 * 2.0 * tiles_m * products.block_m * tiles_n * products.block_n * size
+                row["note"] = f"{padded / seconds / 1e12:.0f} float16 TFLOP/s"
+            rows.append(row)
+            results.write_table([row], None)
+    results.write_table(rows, args.csv, echo=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""``fp16_emulated``: a float32-accurate ``a @ b`` on the float16 tensor cores,
+each operand split into two float16 parts (after Ootomo and Yokota,
+"Recovering single precision accuracy from Tensor Cores while surpassing the
+FP32 theoretical peak performance"), with per-line scaling to keep every part
+in float16's range.
+
+The method, line by line (A's rows, B's columns):
+
+1. Scale each line by the power of two that puts its largest magnitude in
+   [2^14, 2^15) (float16's largest finite value is 65504), so that its entries
+   down to 2^-14 of that stay normal float16 numbers.
+2. Split each scaled entry x into big = fp16(x) and small = fp16(x - big):
+   11 + 11 significant bits, as 3xTF32's split keeps (TF32 and float16 both
+   hold 11), but the float16 tensor cores are twice as fast as TF32's.
+3. C' = small_A big_B + big_A small_B + big_A big_B (small x small, ~2^-22
+   relative, dropped) on wgmma, float32 accumulation: each k-tile of 64 into a
+   fresh accumulator that the FP32 units add to the running sum, the small
+   products first (the tensor cores' adds round toward zero).
+4. C = C' 2^-(shift of the row + shift of the column).
+
+Where it applies: while every line's exponent span (its 2-norm's exponent less
+its smallest nonzero entry's, the INT8 emulation's span) is at most
+:data:`MAX_SPAN`, so that no nonzero entry vanishes; the choice is made on the
+device from the lines' statistics, and a product with a wider line goes to the
+float32 fallback (``tile_threads``) in the same queue, as do the tiles of lines
+holding Inf or NaN.
+
+On a Hopper GPU: the kernels below (kernels/cuda/half_split.cu,
+half_products.cu, with the INT8 emulation's statistics, choice and fallback).
+On the CPU: :func:`reference`, the same steps in numpy with exact sums (the
+GPU's tensor-core sums differ in the last bits). Elsewhere: ``matmul``.
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+import numpy as np
+
+from ..build import specs
+from ..dispatch import device
+from . import gpu
+from .op import _as_2d_products
+
+# A line's largest magnitude is scaled into [2^TOP - 1, 2^TOP).
+TOP = 15
+# The widest exponent span of a line (its norm exponent less its smallest
+# nonzero entry's exponent, as the INT8 emulation counts it) the split takes.
+# Scaled, that entry is then at least 2^(TOP - 1 - MAX_SPAN) = 2^-24, float16's
+# smallest subnormal: no nonzero entry vanishes, the INT8 emulation's rule for
+# its lines. Entries within 2^-28 of their line's norm bound keep a normal big
+# part (11 bits) and those within 2^-16 all 22; the smaller ones keep an
+# absolute precision of 2^-25 of the scaled line (2^-39 of its largest entry),
+# far below float32's rounding of the large ones, so the normwise error does
+# not notice them (large random matrices hold entries 2^-30 below their
+# lines' norms: 8192^3 of normal entries spans 2^33). Componentwise, an output
+# made only of such entries is as uncertain as in the INT8 emulation.
+MAX_SPAN = 38
+K_TILE = gpu.K_TILE // 2  # halves of K a tile row holds (128 bytes)
+SPLIT_BLOCK_LINES = 64  # lines a block of half_split.cu covers
+_CHOICE_TABLE = 20  # int8_choice.cu's table of bits per count of moduli
+
+
+def _split(x: mx.array, stats: mx.array, per_tile: int, stream=None) -> mx.array:
+    """x's rows (lines x K, any strides) scaled and split into big and small
+    float16 parts, in swizzled tiles of ``per_tile`` rows, flat."""
+    lines, k = x.shape
+    tiles, k_tiles = -(-lines // per_tile), max(1, -(-k // K_TILE))
+    params = gpu._int32([lines, k, per_tile, tiles, k_tiles])
+    blocks = tiles * per_tile // SPLIT_BLOCK_LINES * k_tiles
+    return gpu._launch(specs.cuda_half_split(), [x, stats, params], (2 * tiles * per_tile * k_tiles * K_TILE,),
+                       mx.float16, blocks * 256, stream)
+
+
+def choose(a_stats: mx.array, b_stats: mx.array, m: int, n: int, k: int, stream=None) -> mx.array:
+    """The choice words (gpu.CHOICE_WORDS) on the device: one "modulus" where
+    every finite line's span is at most MAX_SPAN, none otherwise. It is the
+    INT8 choice's kernel with a table in which one modulus carries MAX_SPAN +
+    1 bits and no target bits: it then names one modulus exactly when every
+    span + 1 (and every line's lost bits, which would take a line's mean entry
+    2^MAX_SPAN below its norm) fits those bits."""
+    bits = MAX_SPAN + 1
+    params = gpu._int32([m, n, k, 0, bits, 1, *([bits] * _CHOICE_TABLE)])
+    return gpu._launch(specs.cuda_int8_choice(), [a_stats, b_stats, params], (len(gpu.CHOICE_WORDS),), mx.int32,
+                       1024, stream)
+
+
+def _products(ah, bh, a_stats, b_stats, choice, direct, m: int, n: int, k: int, stream=None) -> mx.array:
+    spec = specs.cuda_half_products()
+    tiles_m, tiles_n = -(-m // spec.block_m), -(-n // spec.block_n)
+    params = gpu._int32([m, n, max(1, -(-k // K_TILE)), tiles_m, tiles_n])
+    return gpu._launch(spec, [ah, bh, a_stats, b_stats, choice, direct, params], (m, n), mx.float32,
+                       tiles_m * tiles_n * spec.threadgroup[0], stream)
+
+
+def split_product(a: mx.array, b: mx.array, stream=None) -> mx.array:
+    """float32 a @ b (2-D float32, any strides) by the split on the GPU, all
+    kernels queued at once: statistics, choice, the two splits, the
+    fallback's tiles, the products."""
+    m, k = a.shape
+    n = b.shape[1]
+    if min(m, n, k) == 0:
+        return mx.zeros((m, n), dtype=mx.float32, stream=stream)
+    bt = b.T
+    a_stats, b_stats = gpu.line_stats(a, stream), gpu.line_stats(bt, stream)
+    choice = choose(a_stats, b_stats, m, n, k, stream)
+    products = specs.cuda_half_products()
+    ah = _split(a, a_stats, products.block_m, stream)
+    bh = _split(bt, b_stats, products.block_n, stream)
+    direct = gpu.fallback_product(a, b, choice, a_stats, b_stats, stream)
+    return _products(ah, bh, a_stats, b_stats, choice, direct, m, n, k, stream)
+
+
+def split_lines(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """numpy: the big and small float16 parts of x's rows (axis=1) or columns
+    (axis=0), scaled, and each line's shift (half_split.cu's arithmetic:
+    float32 scaling, float16 rounding to nearest)."""
+    top = np.abs(x.astype(np.float32)).max(axis=axis, keepdims=True)
+    shift = np.where(top > 0, TOP - np.frexp(top)[1], 0)
+    scaled = np.ldexp(x.astype(np.float64), shift).astype(np.float32)
+    big = scaled.astype(np.float16)
+    small = (scaled - big.astype(np.float32)).astype(np.float16)
+    return big, small, shift
+
+
+def reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The split product in numpy (2-D finite float32 operands), its sums
+    exact (float64): what the GPU computes but for the tensor cores' rounding."""
+    a_big, a_small, e = split_lines(a, 1)
+    b_big, b_small, f = split_lines(b, 0)
+    w = lambda x: x.astype(np.float64)  # noqa: E731
+    c = w(a_small) @ w(b_big) + w(a_big) @ w(b_small) + w(a_big) @ w(b_big)
+    return np.ldexp(c, -(e + f)).astype(np.float32)
+
+
+def _spans_fit(x: np.ndarray, axis: int) -> bool:
+    from . import scheme
+
+    return bool((scheme.exponents(x, axis)[2] <= MAX_SPAN).all())
+
+
+def fp16_emulated(a: mx.array, b: mx.array, *, stream=None) -> mx.array:
+    """``a @ b`` at float32 accuracy on float16 tensor cores (each operand split
+    into two float16 parts after per-line scaling; three products).
+
+    Args:
+        a, b: float32, float16 or bfloat16 arrays with ``mx.matmul``'s
+            semantics (1-D operands, broadcast batch dimensions, any strides;
+            the result has ``mx.matmul``'s dtype for them).
+        stream: stream or device.
+
+    On a Hopper GPU, the kernels of :func:`split_product`: a line whose
+    exponent span passes :data:`MAX_SPAN`, and the tiles of lines holding Inf
+    or NaN, are computed by the float32 fallback on the device, never waiting
+    for the host. On the CPU, :func:`reference` (``mx.matmul`` in float32 for
+    products with non-finite or too wide lines). Elsewhere, ``matmul``.
+    """
+    from .. import ops
+
+    stream = device.canonical(stream)
+    dtype = mx.result_type(a, b)
+    p, pairs = _as_2d_products(a, b, stream)
+    if 0 in (p.M, p.N, p.K) or not pairs:
+        return mx.zeros(p.out_shape, dtype=dtype, stream=stream)
+    backend = device.backend(stream)
+    results = []
+    for x, y in pairs:
+        if backend == "cuda" and device.has_wgmma():
+            results.append(split_product(x, y, stream))
+        elif backend == device.CPU_FALLBACK:
+            xn, yn = np.array(x), np.array(y)
+            if np.isfinite(xn).all() and np.isfinite(yn).all() and _spans_fit(xn, 1) and _spans_fit(yn, 0):
+                results.append(mx.array(reference(xn, yn)))
+            else:
+                results.append(mx.matmul(x, y, stream=stream))
+        else:
+            results.append(ops.matmul(x, y, stream=stream))
+    c = results[0] if len(results) == 1 else mx.stack(results)
+    return c.reshape(p.out_shape).astype(dtype, stream=stream)

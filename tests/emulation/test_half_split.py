@@ -1,0 +1,74 @@
+"""The float16 split (fp16_emulated) on the CPU (stream=mx.cpu, so on a GPU
+machine too), where it runs its numpy reference: the split's arithmetic, its accuracy against float64
+next to float32's, mx.matmul's shapes and dtypes, and the lines it leaves to
+float32. tests/gpu/test_gpu_fp16_emulation.py holds the GPU kernels to it."""
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import mlx_sgemm
+from mlx_sgemm.emulation import half_split, scheme
+
+
+def draw(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def test_each_line_is_scaled_below_float16s_top_and_split_into_22_bits():
+    x = draw((50, 300), 1) * np.float32(1e-20)
+    big, small, shift = half_split.split_lines(x, 1)
+    scaled = np.ldexp(x.astype(np.float64), shift)
+    top = np.abs(scaled).max(axis=1)
+    assert ((top >= 2.0**14) & (top < 2.0**15)).all()
+    assert np.isfinite(big).all() and np.isfinite(small).all()
+    rebuilt = big.astype(np.float64) + small.astype(np.float64)
+    # 22 bits, or float16's subnormal spacing where small is that small.
+    assert (np.abs(rebuilt - scaled) <= np.maximum(2.0**-22 * np.abs(scaled), 2.0**-25)).all()
+
+
+@pytest.mark.parametrize("k", [31, 1000, 4096])
+def test_the_reference_is_more_accurate_than_float32_from_k_32(k):
+    a, b = draw((64, k), k), draw((k, 48), k + 1)
+    ours = scheme.errors(half_split.reference(a, b), a, b)[0]
+    float32 = scheme.errors(a @ b, a, b)[0]
+    assert ours <= float32, (ours, float32)
+
+
+def test_the_cpu_result_is_the_reference():
+    a, b = draw((37, 300), 1), draw((300, 45), 2)
+    c = mlx_sgemm.fp16_emulated(mx.array(a), mx.array(b), stream=mx.cpu)
+    assert np.array_equal(np.array(c), half_split.reference(a, b))
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [
+    ((65,), (65, 33)), ((17, 65), (65,)), ((65,), (65,)), ((3, 17, 65), (65, 33)),
+    ((2, 1, 9, 40), (3, 40, 7)), ((1, 1), (1, 1)), ((0, 5), (5, 3)), ((4, 0), (0, 3)),
+])
+def test_shapes_like_mx_matmul(a_shape, b_shape):
+    a, b = mx.array(draw(a_shape, 3)), mx.array(draw(b_shape, 4))
+    c, ref = mlx_sgemm.fp16_emulated(a, b, stream=mx.cpu), mx.matmul(a, b, stream=mx.cpu)
+    assert c.shape == ref.shape and c.dtype == ref.dtype
+    assert np.allclose(np.array(c), np.array(ref), rtol=1e-5, atol=1e-5)
+
+
+def test_half_operands_give_mx_matmuls_dtype():
+    a, b = mx.array(draw((9, 40), 5)).astype(mx.bfloat16), mx.array(draw((40, 7), 6)).astype(mx.float16)
+    assert mlx_sgemm.fp16_emulated(a, b, stream=mx.cpu).dtype == mx.matmul(a, b).dtype
+
+
+def test_lines_too_wide_and_non_finite_ones_are_mx_matmuls():
+    a, b = draw((30, 40), 7), draw((40, 20), 8)
+    wide = a.copy()
+    wide[3, ::2] *= np.float32(1e30)
+    wide[3, 1::2] *= np.float32(1e-30)
+    assert not half_split._spans_fit(wide, 1) and half_split._spans_fit(a, 1)
+    for x in (wide, np.where(np.arange(40) == 5, np.inf, a).astype(np.float32)):
+        c = np.array(mlx_sgemm.fp16_emulated(mx.array(x), mx.array(b), stream=mx.cpu))
+        ref = np.array(mx.matmul(mx.array(x), mx.array(b), stream=mx.cpu))
+        assert np.array_equal(c, ref, equal_nan=True)
+
+
+def test_bad_operands_are_named():
+    with pytest.raises(ValueError, match="b"):
+        mlx_sgemm.fp16_emulated(mx.zeros((3, 4)), mx.zeros((5, 6)), stream=mx.cpu)

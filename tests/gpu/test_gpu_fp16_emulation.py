@@ -1,0 +1,180 @@
+"""The float16 split (``fp16_emulated``) on a Hopper GPU: its accuracy against
+float64 next to cuBLAS SGEMM's (normal, positive, GEMMul8's hard inputs; K
+from 1 to past the INT8 emulation's int32 bound), every output written
+(NaN-poisoned outputs) at tile edges, the device's choice and its float32
+fallback for lines too wide and for Inf and NaN, and every shape class of the
+other ops."""
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import mlx_sgemm
+from mlx_sgemm import ops
+from mlx_sgemm.bench import accuracy
+from mlx_sgemm.build import launcher
+from mlx_sgemm.dispatch import device
+from mlx_sgemm.emulation import gpu, half_split, scheme
+
+from ..conftest import GPU_BACKEND, requires_gpu
+
+pytestmark = [
+    requires_gpu,
+    pytest.mark.gpu,
+    pytest.mark.skipif(GPU_BACKEND != "cuda", reason="the float16 split's kernels are CUDA kernels"),
+    pytest.mark.skipif(not device.has_wgmma(), reason="the float16 split's products use Hopper's wgmma"),
+]
+
+
+_inputs = accuracy.emulation_inputs
+
+
+def _split_taken(x: mx.array, y: mx.array) -> bool:
+    m, k = x.shape
+    choice = half_split.choose(gpu.line_stats(x), gpu.line_stats(y.T), m, y.shape[1], k)
+    return int(np.array(choice)[0]) == 1
+
+
+# The contract, as measured on an H100 (benchmarks/fp16_emulation.py
+# --accuracy): on zero-mean inputs from K = 32 the normwise error is at or
+# below cuBLAS SGEMM's or within 1.5x of it (7.3e-9 -> 4.9e-9 at K = 4096; 2.7e-9
+# -> 3.9e-9 at K = 65536); below K = 32 its 22-bit parts gain nothing on
+# float32's one rounding a product (K = 1: ~3x cuBLAS's, a few float32 ulps);
+# on all-positive inputs the tensor cores' adds, which round toward zero, lose
+# on every k-tile in the same direction: ~2.7x cuBLAS's, as the 3xTF32
+# pipeline (2.2e-7 against cuBLAS's 8.0e-8 at K = 4096).
+def _bound(kind: str, k: int) -> float:
+    return 4.0 if k < 32 else 3.0 if kind == "positive" else 1.5
+
+
+@pytest.mark.parametrize("kind", ["normal", "positive", "phi0.5", "phi1", "phi2"])
+@pytest.mark.parametrize("k", [1, 31, 1000, 4096])
+def test_accuracy_against_float32_sgemm(kind, k):
+    rng = np.random.default_rng(k)
+    a, b = _inputs(kind, 200, 160, k, rng)
+    x, y = mx.array(a), mx.array(b)
+    assert _split_taken(x, y)
+    with launcher.poisoned_outputs():
+        c = np.array(mlx_sgemm.fp16_emulated(x, y))
+    assert np.isfinite(c).all()
+    normwise, componentwise = scheme.errors(c, a, b)
+    ref_normwise, ref_componentwise = scheme.errors(np.array(mx.matmul(x, y)), a, b)
+    assert normwise <= _bound(kind, k) * max(ref_normwise, 1e-9), (normwise, ref_normwise)
+    assert componentwise <= 1e-5, (componentwise, ref_componentwise)
+
+
+@pytest.mark.parametrize("m, n, k", [(1, 1, 1), (129, 193, 65), (300, 517, 1000), (1000, 999, 4097), (5, 700, 63)])
+def test_every_output_written_at_the_tile_edges(m, n, k):
+    rng = np.random.default_rng(m + n + k)
+    a, b = _inputs("normal", m, n, k, rng)
+    with launcher.poisoned_outputs():
+        c = np.array(mlx_sgemm.fp16_emulated(mx.array(a), mx.array(b)))
+    assert np.isfinite(c).all()
+    assert scheme.errors(c, a, b)[0] <= 1e-7
+
+
+def test_k_past_the_int8_emulations_bound():
+    """No integer bound here: float32 sums, any K."""
+    rng = np.random.default_rng(3)
+    for k in (65536, 140000):
+        a, b = _inputs("normal", 16, 24, k, rng)
+        c = np.array(mlx_sgemm.fp16_emulated(mx.array(a), mx.array(b)))
+        cublas = scheme.errors(np.array(mx.matmul(mx.array(a), mx.array(b))), a, b)[0]
+        assert scheme.errors(c, a, b)[0] <= _bound("normal", k) * cublas
+
+
+def test_lines_too_wide_are_tile_threads_on_the_device():
+    """A span past MAX_SPAN: the choice takes no split, and every output is
+    tile_threads' bit for bit (NaN-poisoned outputs), queued without a read-back."""
+    rng = np.random.default_rng(8)
+    a, b = _inputs("1e30 next to 1e-30", 300, 270, 500, rng)
+    x, y = mx.array(a), mx.array(b)
+    assert not _split_taken(x, y)
+    with launcher.poisoned_outputs():
+        got, want = mlx_sgemm.fp16_emulated(x, y), ops.tile_threads(x, y)
+        assert np.array_equal(np.array(got), np.array(want))
+
+
+def test_non_finite_lines_take_the_fallbacks_outputs():
+    rng = np.random.default_rng(9)
+    a, b = _inputs("normal", 300, 520, 200, rng)
+    a[5, 3], b[7, 400] = np.inf, np.nan
+    x, y = mx.array(a), mx.array(b)
+    with launcher.poisoned_outputs():
+        got, threads = np.array(mlx_sgemm.fp16_emulated(x, y)), np.array(ops.tile_threads(x, y))
+    bad = np.zeros(got.shape, bool)
+    bad[5, :], bad[:, 400] = True, True
+    assert np.array_equal(got[bad], threads[bad], equal_nan=True)
+    assert np.isfinite(got[~bad]).all()
+    ref = a.astype(np.float64) @ b
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert (np.abs(got - ref)[~bad] <= 1e-6 * scale[~bad]).all()
+
+
+def test_inf_and_nan_land_where_mx_matmul_puts_them():
+    rng = np.random.default_rng(4)
+    a, b = _inputs("normal", 40, 30, 50, rng)
+    a[3, 7], a[9, 1], b[4, 11] = np.inf, np.nan, -np.inf
+    c = np.array(mlx_sgemm.fp16_emulated(mx.array(a), mx.array(b)))
+    ref = np.array(mx.matmul(mx.array(a), mx.array(b)))
+    assert np.array_equal(np.isnan(c), np.isnan(ref)) and np.array_equal(np.isinf(c), np.isinf(ref))
+
+
+def test_runs_inside_mx_compile():
+    rng = np.random.default_rng(10)
+    x, y = (mx.array(v) for v in _inputs("normal", 130, 70, 300, rng))
+    assert np.array_equal(np.array(mx.compile(mlx_sgemm.fp16_emulated)(x, y)), np.array(mlx_sgemm.fp16_emulated(x, y)))
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [
+    ((65,), (65, 33)), ((17, 65), (65,)), ((3, 17, 65), (65, 33)), ((2, 1, 9, 40), (3, 40, 7)),
+])
+def test_shapes_like_mx_matmul(a_shape, b_shape):
+    rng = np.random.default_rng(5)
+    a = mx.array(rng.standard_normal(a_shape).astype(np.float32))
+    b = mx.array(rng.standard_normal(b_shape).astype(np.float32))
+    c = mlx_sgemm.fp16_emulated(a, b)
+    ref = np.matmul(np.array(a).astype(np.float64), np.array(b).astype(np.float64))
+    assert c.shape == ref.shape and c.dtype == mx.float32
+    assert np.allclose(np.array(c), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_views_and_half_operands():
+    rng = np.random.default_rng(6)
+    w = mx.array(rng.standard_normal((300, 257)).astype(np.float32))
+    x = mx.array(rng.standard_normal((129, 300 * 2)).astype(np.float32))[:, ::2]
+    ref = np.array(x).astype(np.float64) @ np.array(w).astype(np.float64)
+    assert np.allclose(np.array(mlx_sgemm.fp16_emulated(x, w)), ref, rtol=1e-5, atol=1e-5)  # A a strided view
+    wt = mx.array(rng.standard_normal((257, 300)).astype(np.float32))
+    c = mlx_sgemm.fp16_emulated(x, wt.T)  # x @ W.T
+    assert np.allclose(np.array(c), np.array(x).astype(np.float64) @ np.array(wt).T.astype(np.float64),
+                       rtol=1e-5, atol=1e-5)
+    assert mlx_sgemm.fp16_emulated(x.astype(mx.bfloat16), wt.T.astype(mx.bfloat16)).dtype == mx.bfloat16
+
+
+def test_the_gpu_is_the_numpy_reference_up_to_the_tensor_cores_rounding():
+    rng = np.random.default_rng(11)
+    a, b = _inputs("normal", 257, 300, 700, rng)
+    got = np.array(mlx_sgemm.fp16_emulated(mx.array(a), mx.array(b)))
+    want = half_split.reference(a, b)
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert (np.abs(got.astype(np.float64) - want) <= 2.0**-21 * scale).all()
+
+
+def test_matmul_takes_the_split_for_big_float32_products():
+    """Past kernel_choice's bounds (4096^3 here, and edges of no tile), matmul
+    (float32) is fp16_emulated, bit for bit; deterministic=True keeps the
+    wgmma pipeline."""
+    n = 4096 + 3
+    rng = np.random.default_rng(11)
+    a = mx.array(rng.standard_normal((n, n)).astype(np.float32))
+    b = mx.array(rng.standard_normal((n, n)).astype(np.float32))
+    got = mlx_sgemm.matmul(a, b)
+    assert np.array_equal(np.array(got), np.array(mlx_sgemm.fp16_emulated(a, b)))
+    rows = slice(0, 64)
+    ref = np.array(a[rows]).astype(np.float64) @ np.array(b).astype(np.float64)
+    bound = np.abs(np.array(a[rows]).astype(np.float64)) @ np.abs(np.array(b).astype(np.float64))
+    ours = np.linalg.norm(np.array(got[rows]) - ref) / np.linalg.norm(bound)
+    cublas = np.linalg.norm(np.array(mx.matmul(a, b)[rows]) - ref) / np.linalg.norm(bound)
+    assert ours <= cublas, (ours, cublas)
+    assert not np.array_equal(np.array(mlx_sgemm.matmul(a, b, deterministic=True)), np.array(got))
