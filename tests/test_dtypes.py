@@ -148,9 +148,14 @@ def test_explain_says_which_operands_are_converted_on_load_and_which_cast(dtypes
     assert small.kernel == "small_m"
     expected = {n: kernel_choice.AS_IS if d == F32 else kernel_choice.CONVERTED_ON_LOAD for n, d in zip("ab", dtypes)}
     assert small.conversions == expected
-    large = mlx_sgemm.explain((4096, 4096), (4096, 4096), backend="cuda", dtype=tuple(map(name, dtypes)))
+    cast = {n: kernel_choice.AS_IS if d == F32 else kernel_choice.CAST for n, d in zip("ab", dtypes)}
+    large = mlx_sgemm.explain((2048, 4096), (4096, 2048), backend="cuda", dtype=tuple(map(name, dtypes)))
     assert large.kernel == "tile_wgmma"
-    assert large.conversions == {n: kernel_choice.AS_IS if d == F32 else kernel_choice.CAST for n, d in zip("ab", dtypes)}
+    assert large.conversions == cast
+    # From 4096^3 the float16 split, which splits float32 operands: half ones are cast first.
+    split = mlx_sgemm.explain((4096, 4096), (4096, 4096), backend="cuda", dtype=tuple(map(name, dtypes)))
+    assert split.kernel == "fp16_emulated"
+    assert split.conversions == cast
     text = str(small) + str(large)
     for d in {name(d) for d in dtypes if d != F32}:
         assert f"{d}: converted to float32 on load" in text and f"{d}: cast to float32" in text
