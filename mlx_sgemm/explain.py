@@ -35,9 +35,10 @@ _CONTRACTS = {
                          "as many moduli as the operands' rows and columns need for an error at or below "
                          "cuBLAS SGEMM's; lines no moduli count can carry go to float32 FMAs",
     ("float32", "float16"): "float32-accurate: each operand scaled per line and split into two float16 "
-                            "parts, three float16 tensor-core products (error at or below cuBLAS SGEMM's "
-                            "on zero-mean inputs from K = 32; up to ~4x it on all-positive ones); lines "
-                            "too wide for float16's range go to float32 FMAs",
+                            "parts, three float16 tensor-core products (error at or within 1.5x of cuBLAS "
+                            "SGEMM's on zero-mean inputs from K = 32; about 3x it below that and on "
+                            "all-positive inputs, as the 3xTF32 pipeline's there); lines too wide for "
+                            "float16's range go to float32 FMAs",
 }
 _FMA_KERNELS = ("naive", "tile", "tile_threads", "small_m", "small_m_wide")
 

@@ -1,19 +1,19 @@
+#include "sgemm/bulk_ring.cuh"
 #include "sgemm/int8_tiles.cuh"
 #include "sgemm/producer_consumer.cuh"
 #include "sgemm/schedule.cuh"
-#include "sgemm/tma.cuh"
 #include "sgemm/wgmma.cuh"
 // The float16 split (mlx_sgemm/emulation/half_split.py), step 2: C from the
 // float16 parts of A's rows and B's columns (half_split.cu) on the float16
 // tensor cores (Hopper wgmma, f16 x f16 -> float32), unscaled by the lines'
-// powers of two: small x big + big x small + big x big (small x small, ~2^-22
+// powers of two (sgemm::half_line_shift with TOP, as the split scaled them): small x big + big x small + big x big (small x small, ~2^-22
 // relative, left out), into a fresh accumulator per k-tile that the FP32 units
 // add to the running sum, since the tensor cores' adds round toward zero.
 //
 // Block: BM x BN = 128 x BN of C, 384 threads: a producer warpgroup whose one
-// thread keeps STAGES k-tiles (64 halves of K) of the parts in flight by bulk
-// copies, and two consumer warpgroups of 64 rows x BN, m64nBNk16 products with
-// both operands read from shared memory.
+// thread keeps STAGES k-tiles (64 halves of K) of the parts in flight in a
+// ring of stages (sgemm::BulkRing), and two consumer warpgroups of 64 rows x
+// BN, m64nBNk16 products with both operands read from shared memory.
 //
 // choice: whether the split carries the product (sgemm::ChoiceWord: one
 // "modulus", or none; int8_choice.cu with the split's rule). direct: the
@@ -21,19 +21,14 @@
 // SGEMM_EMULATION_FALLBACK), taken for every output when the choice has no
 // split, else for those of rows and columns holding an Inf or NaN.
 // params: M, N, k-tiles, tiles in M, tiles in N.
-constexpr int THREADS = 384;
 constexpr int PARTS = 2;  // big, small
 static_assert(BM == 128, "2 consumer warpgroups of 64 rows");
 constexpr int A_BYTES = BM * sgemm::RESIDUE_K_TILE, B_BYTES = BN * sgemm::RESIDUE_K_TILE;
 constexpr int STAGE_BYTES = PARTS * (A_BYTES + B_BYTES);
 constexpr int K_STEPS = sgemm::RESIDUE_K_TILE / 32;  // k16 products a k-tile
 constexpr int ACC = BN / 2;
-constexpr int ENTRY_REGISTERS = 168, PRODUCER_REGISTERS = 40;
-constexpr int CONSUMER_REGISTERS = (THREADS * ENTRY_REGISTERS - 128 * PRODUCER_REGISTERS) / 256 / 8 * 8;
-
+using Ring = sgemm::BulkRing<STAGES, STAGE_BYTES, 2>;
 extern __shared__ int4 smem_int4[];
-int8_t* const smem = reinterpret_cast<int8_t*>(smem_int4) +
-                     (1024 - sgemm::shared_address(smem_int4) % 1024) % 1024;
 __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
 
 const int M = params[0], N = params[1], k_tiles = params[2];
@@ -46,106 +41,99 @@ sgemm::tile_origin<GROUP_M>(blockIdx.x, tiles_m, tiles_n, BM, BN, row0, col0);
 // No split (a line too wide for float16's range): the float32 fallback
 // computed every output, taken as it is.
 if (choice[sgemm::CHOICE_MODULI] == 0) {
-  for (int i = threadIdx.x; i < BM * BN; i += THREADS) {
+  for (int i = threadIdx.x; i < BM * BN; i += Ring::THREADS) {
     const int row = row0 + i / BN, col = col0 + i % BN;
     if (row < M && col < N) c[static_cast<int64_t>(row) * N + col] = direct[static_cast<int64_t>(row) * N + col];
   }
   return;
 }
 
-if (threadIdx.x == 0) {
-  for (int s = 0; s < STAGES; ++s) {
-    sgemm::mbarrier_init(&full[s], 1);
-    sgemm::mbarrier_init(&empty[s], 2);
-  }
-  sgemm::mbarrier_init_fence();
-}
-__syncthreads();
+const Ring ring(smem_int4, full, empty);
 
 const int warpgroup = threadIdx.x / 128;
 if (warpgroup == 0) {
-  sgemm::registers_decrease<PRODUCER_REGISTERS>();
+  sgemm::registers_decrease<Ring::PRODUCER_REGISTERS>();
   if (threadIdx.x == 0) {
     for (int kt = 0; kt < k_tiles; ++kt) {
-      const int s = kt % STAGES;
-      if (kt >= STAGES) sgemm::mbarrier_wait(&empty[s], (kt / STAGES + 1) % 2);
-      int8_t* const stage = smem + s * STAGE_BYTES;
-      sgemm::mbarrier_arrive_expect_bytes(&full[s], STAGE_BYTES);
+      int8_t* const stage = ring.produce(kt);
       for (int part = 0; part < PARTS; ++part) {
         sgemm::bulk_copy(stage + part * A_BYTES,
                          a_parts + sgemm::residue_tile_offset(part, row0 / BM, kt, tiles_m, k_tiles, BM), A_BYTES,
-                         &full[s]);
+                         ring.landed(kt));
         sgemm::bulk_copy(stage + PARTS * A_BYTES + part * B_BYTES,
                          b_parts + sgemm::residue_tile_offset(part, col0 / BN, kt, tiles_n, k_tiles, BN), B_BYTES,
-                         &full[s]);
+                         ring.landed(kt));
       }
     }
   }
 } else {
-  sgemm::registers_increase<CONSUMER_REGISTERS>();
+  sgemm::registers_increase<Ring::CONSUMER_REGISTERS>();
   const int tid = threadIdx.x % 128;
   float acc[ACC];
 #pragma unroll
   for (int i = 0; i < ACC; ++i) acc[i] = 0.0f;
   float fresh[ACC];
   for (int kt = 0; kt < k_tiles; ++kt) {
-    const int s = kt % STAGES;
-    sgemm::mbarrier_wait(&full[s], (kt / STAGES) % 2);
-    const int8_t* const a_big = smem + s * STAGE_BYTES + (warpgroup - 1) * 64 * sgemm::RESIDUE_K_TILE;
-    const int8_t* const b_big = smem + s * STAGE_BYTES + PARTS * A_BYTES;
+    const int8_t* const stage = ring.consume(kt);
+    const int8_t* const a_big = stage + (warpgroup - 1) * 64 * sgemm::RESIDUE_K_TILE;
+    const int8_t* const b_big = stage + PARTS * A_BYTES;
     const int8_t* const a_small = a_big + A_BYTES;
     const int8_t* const b_small = b_big + B_BYTES;
     sgemm::wgmma_fence();
+    // One product of the k-tile, K_STEPS k16 steps into `fresh` (the first
+    // product of the k-tile overwrites it).
+    auto products = [&](const int8_t* a, const int8_t* b, bool first) {
+#pragma unroll
+      for (int ks = 0; ks < K_STEPS; ++ks)
+        sgemm::wgmma_f16_ss<BN>(fresh, sgemm::wgmma_descriptor<sgemm::ResidueTile>(a + 32 * ks),
+                                sgemm::wgmma_descriptor<sgemm::ResidueTile>(b + 32 * ks), !first || ks > 0);
+    };
     // The small products first, while the fresh sum is small: each of the
     // tensor cores' truncating adds then loses at most an ulp of a small
     // value, and only the K_STEPS big products' adds an ulp of the k-tile's sum.
-#pragma unroll
-    for (int ks = 0; ks < K_STEPS; ++ks)
-      sgemm::wgmma_f16_ss<BN>(fresh, sgemm::wgmma_descriptor<sgemm::ResidueTile>(a_small + 32 * ks),
-                              sgemm::wgmma_descriptor<sgemm::ResidueTile>(b_big + 32 * ks), ks > 0);
-#pragma unroll
-    for (int ks = 0; ks < K_STEPS; ++ks)
-      sgemm::wgmma_f16_ss<BN>(fresh, sgemm::wgmma_descriptor<sgemm::ResidueTile>(a_big + 32 * ks),
-                              sgemm::wgmma_descriptor<sgemm::ResidueTile>(b_small + 32 * ks), true);
-#pragma unroll
-    for (int ks = 0; ks < K_STEPS; ++ks)
-      sgemm::wgmma_f16_ss<BN>(fresh, sgemm::wgmma_descriptor<sgemm::ResidueTile>(a_big + 32 * ks),
-                              sgemm::wgmma_descriptor<sgemm::ResidueTile>(b_big + 32 * ks), true);
+    products(a_small, b_big, true);
+    products(a_big, b_small, false);
+    products(a_big, b_big, false);
     sgemm::wgmma_commit();
     sgemm::wgmma_wait<0>();
-    if (tid == 0) sgemm::mbarrier_arrive(&empty[s]);
+    if (tid == 0) ring.release(kt);
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] += fresh[i];
   }
 
   // acc[4j + e] is row 16 warp + g + 8 (e / 2), column 8j + 2t + e % 2 of the
-  // warpgroup's 64 x BN.
+  // warpgroup's 64 x BN: each thread's 2 rows and 2 columns a j, their shifts
+  // worked out once.
   const int lane = tid % 32, g = lane / 4, t = lane % 4;
   const int row_base = row0 + (warpgroup - 1) * 64 + (tid / 32) * 16 + g;
+  int row_shift[2];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = row_base + 8 * h;
-    if (row >= M) continue;
-    const int row_shift = sgemm::half_line_shift(a_stats, row);
-    float* const c_row = c + static_cast<int64_t>(row) * N;
+  for (int h = 0; h < 2; ++h) row_shift[h] = sgemm::half_line_shift(a_stats, min(row_base + 8 * h, M - 1), TOP);
 #pragma unroll
-    for (int j = 0; j < ACC / 4; ++j) {
-      const int col = col0 + 8 * j + 2 * t;
-      if (col >= N) continue;
+  for (int j = 0; j < ACC / 4; ++j) {
+    const int col = col0 + 8 * j + 2 * t;
+    if (col >= N) continue;
+    int col_shift[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) col_shift[e] = sgemm::half_line_shift(b_stats, min(col + e, N - 1), TOP);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row_base + 8 * h;
+      if (row >= M) continue;
       float pair[2];
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int col_shift = sgemm::half_line_shift(b_stats, min(col + e, N - 1));
-        if (row_shift == sgemm::NON_FINITE_LINE || col_shift == sgemm::NON_FINITE_LINE) {
+        if (row_shift[h] == sgemm::NON_FINITE_LINE || col_shift[e] == sgemm::NON_FINITE_LINE) {
           // A line holding an Inf or NaN (its parts are zeros): the fallback
           // computed this output (its tiles alone), where mx.matmul puts them.
           pair[e] = direct[static_cast<int64_t>(row) * N + min(col + e, N - 1)];
           continue;
         }
-        const int unscale = -(row_shift + col_shift);
+        const int unscale = -(row_shift[h] + col_shift[e]);
         const float v = acc[4 * j + 2 * h + e];
         pair[e] = unscale >= -126 && unscale <= 127 ? v * __int_as_float((unscale + 127) << 23) : ldexpf(v, unscale);
       }
+      float* const c_row = c + static_cast<int64_t>(row) * N;
       if (col + 1 < N && N % 2 == 0) {
         *reinterpret_cast<float2*>(c_row + col) = make_float2(pair[0], pair[1]);
       } else {

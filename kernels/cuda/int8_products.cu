@@ -1,7 +1,7 @@
+#include "sgemm/bulk_ring.cuh"
 #include "sgemm/int8_tiles.cuh"
 #include "sgemm/producer_consumer.cuh"
 #include "sgemm/schedule.cuh"
-#include "sgemm/tma.cuh"
 #include "sgemm/wgmma.cuh"
 // Chapter 7, step 2 of the INT8 emulation: for each modulus p_i, the product
 // of A's residues by B's on the INT8 tensor cores (Hopper wgmma, int8 x int8
@@ -14,9 +14,8 @@
 // (256 rows x 128 bytes) each come in with one bulk copy by the TMA, and no
 // tensor map is needed. Block: a BM x BN = 128 x 256 tile of one modulus, 384
 // threads.
-// - Warpgroup 0, the producer: one thread keeps STAGES k-tiles in flight,
-//   each stage's bytes counted on its `full` transaction barrier; it reuses a
-//   stage once both consumers have arrived on its `empty` barrier.
+// - Warpgroup 0, the producer: one thread keeps STAGES k-tiles in flight in
+//   a ring of stages (sgemm::BulkRing).
 // - Warpgroups 1 and 2, the consumers, own rows 0-63 and 64-127 of the tile
 //   by all 256 columns: an m64n256k32 product per 32 bytes of K, both operands
 //   read by the tensor cores from shared memory (128 int32 accumulators a
@@ -29,23 +28,12 @@
 // choice: the moduli (int8_choice.cu).
 // params: M, N, Np (the residues' row length: N padded to BN), k-tiles, tiles
 // in M, tiles in N, then the moduli.
-constexpr int THREADS = 384;
 static_assert(BM == 128 && BN == 256, "2 consumer warpgroups of m64n256 products");
-static_assert(STAGES >= 2 && STAGES <= 8, "a ring of stages");
 constexpr int A_BYTES = BM * sgemm::RESIDUE_K_TILE, B_BYTES = BN * sgemm::RESIDUE_K_TILE;
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int K_STEPS = sgemm::RESIDUE_K_TILE / 32;  // k32 products a k-tile
-// setmaxnreg moves registers within the 384 x 168 the block was given: the
-// producer needs few, the consumers' 128 accumulators many.
-constexpr int ENTRY_REGISTERS = 168, PRODUCER_REGISTERS = 40;
-constexpr int CONSUMER_REGISTERS =
-    (THREADS * ENTRY_REGISTERS - 128 * PRODUCER_REGISTERS) / 256 / 8 * 8;
-
-// STAGES x (A's tile, B's tile) from the first 1024-byte boundary (the
-// swizzle's alignment): the spec asks MLX for 1 KB more than the ring.
+using Ring = sgemm::BulkRing<STAGES, STAGE_BYTES, 2>;
 extern __shared__ int4 smem_int4[];
-int8_t* const smem = reinterpret_cast<int8_t*>(smem_int4) +
-                     (1024 - sgemm::shared_address(smem_int4) % 1024) % 1024;
 __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
 
 const int M = params[0], Np = params[2], k_tiles = params[3];
@@ -62,37 +50,25 @@ if (rounds <= 0) return;
 int row0, col0;
 sgemm::tile_origin<GROUP_M>(blockIdx.x % tiles, tiles_m, tiles_n, BM, BN, row0, col0);
 
-if (threadIdx.x == 0) {
-  for (int s = 0; s < STAGES; ++s) {
-    sgemm::mbarrier_init(&full[s], 1);
-    sgemm::mbarrier_init(&empty[s], 2);  // one thread of each consumer warpgroup
-  }
-  sgemm::mbarrier_init_fence();
-}
-__syncthreads();
+const Ring ring(smem_int4, full, empty);
 
-// Step i of the block: k-tile i % k_tiles of its round i / k_tiles, in stage
-// i % STAGES, whose barriers are in phase (i / STAGES) % 2.
+// Step i of the block: k-tile i % k_tiles of its round i / k_tiles.
 const int warpgroup = threadIdx.x / 128;
 if (warpgroup == 0) {
-  sgemm::registers_decrease<PRODUCER_REGISTERS>();
+  sgemm::registers_decrease<Ring::PRODUCER_REGISTERS>();
   if (threadIdx.x == 0) {
     for (int i = 0; i < rounds * k_tiles; ++i) {
       const int modulus = first_modulus + i / k_tiles * spread, kt = i % k_tiles;
-      const int s = i % STAGES;
-      // The stage is free once both consumers are done with step i - STAGES.
-      if (i >= STAGES) sgemm::mbarrier_wait(&empty[s], (i / STAGES + 1) % 2);
-      int8_t* const stage = smem + s * STAGE_BYTES;
-      sgemm::mbarrier_arrive_expect_bytes(&full[s], STAGE_BYTES);
+      int8_t* const stage = ring.produce(i);
       sgemm::bulk_copy(stage, ra + sgemm::residue_tile_offset(modulus, row0 / BM, kt, tiles_m, k_tiles, BM),
-                       A_BYTES, &full[s]);
+                       A_BYTES, ring.landed(i));
       sgemm::bulk_copy(stage + A_BYTES,
                        rb + sgemm::residue_tile_offset(modulus, col0 / BN, kt, tiles_n, k_tiles, BN), B_BYTES,
-                       &full[s]);
+                       ring.landed(i));
     }
   }
 } else {
-  sgemm::registers_increase<CONSUMER_REGISTERS>();
+  sgemm::registers_increase<Ring::CONSUMER_REGISTERS>();
   const int tid = threadIdx.x % 128;
   for (int round = 0; round < rounds; ++round) {
     const int modulus = first_modulus + round * spread;
@@ -100,10 +76,10 @@ if (warpgroup == 0) {
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0;
     for (int kt = 0; kt < k_tiles; ++kt) {
-      const int i = round * k_tiles + kt, s = i % STAGES;
-      sgemm::mbarrier_wait(&full[s], (i / STAGES) % 2);
-      const int8_t* const a_rows = smem + s * STAGE_BYTES + (warpgroup - 1) * 64 * sgemm::RESIDUE_K_TILE;
-      const int8_t* const b_rows = smem + s * STAGE_BYTES + A_BYTES;
+      const int i = round * k_tiles + kt;
+      const int8_t* const stage = ring.consume(i);
+      const int8_t* const a_rows = stage + (warpgroup - 1) * 64 * sgemm::RESIDUE_K_TILE;
+      const int8_t* const b_rows = stage + A_BYTES;
       sgemm::wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < K_STEPS; ++ks) {
@@ -112,10 +88,10 @@ if (warpgroup == 0) {
       }
       sgemm::wgmma_commit();
       sgemm::wgmma_wait<1>();  // step i - 1's products are done: its stage goes back
-      if (kt > 0 && tid == 0) sgemm::mbarrier_arrive(&empty[(i - 1) % STAGES]);
+      if (kt > 0 && tid == 0) ring.release(i - 1);
     }
     sgemm::wgmma_wait<0>();
-    if (tid == 0) sgemm::mbarrier_arrive(&empty[(round * k_tiles + k_tiles - 1) % STAGES]);
+    if (tid == 0) ring.release(round * k_tiles + k_tiles - 1);
 
     // acc[4j + e] is row 16 warp + g + 8 (e / 2), column 8j + 2t + e % 2 of the
     // warpgroup's 64 x 256; each pair of columns goes out as 2 bytes. The

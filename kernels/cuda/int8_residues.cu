@@ -1,5 +1,6 @@
 #include "sgemm/dispatch.cuh"
 #include "sgemm/int8_tiles.cuh"
+#include "sgemm/line_chunks.cuh"
 // Chapter 7, step 1 of the INT8 emulation (Ozaki scheme II): the int8 residues
 // of one operand. x is a lines x K view with any strides: A's rows, or B^T's
 // rows (B's columns, B^T read in place). Each line is scaled by its own power
@@ -9,11 +10,12 @@
 // rows (sgemm/int8_tiles.cuh). Zeros fill the padding (lines past `lines`, K
 // past K) and every line that holds an Inf or NaN.
 //
-// Block: 64 lines x one k-tile of 128 (512 chunks of 16 k), 256 threads, two
-// chunks each. Where a line's k are contiguous, a thread reads its chunks'
-// 16 values as float4s, 8 threads a line; where the lines are (B row-major,
-// read as B^T), the block first stages the 128 x 64 values in shared memory,
-// each k's 64 lines read as 256 contiguous bytes.
+// Block: 64 lines x one k-tile of 128 (512 chunks of 16 k, read by
+// sgemm::LineBlock), 256 threads, two chunks each. Where a line's k are
+// contiguous, a thread reads its chunks' 16 values as float4s, 8 threads a
+// line; where the lines are (B row-major, read as B^T), the block first stages
+// the 128 x 64 values in shared memory, each k's 64 lines read as 256
+// contiguous bytes.
 //
 // stats: the lines' statistics (int8_line_stats.cu), from which each line's
 // shift (sgemm::line_shift). choice: the moduli and bits (int8_choice.cu; no
@@ -23,21 +25,11 @@ constexpr int LINES = 64, CHUNKS = LINES * sgemm::RESIDUE_K_TILE / 16;
 const int lines = params[0], K = params[1], per_tile = params[2], tiles = params[3], k_tiles = params[4];
 const int s = choice[sgemm::CHOICE_MODULI], bits = choice[sgemm::CHOICE_BITS];
 if (s == 0) return;
-const int64_t line_stride = x_strides[0], k_stride = x_strides[1];
-const bool across = line_stride == 1 && k_stride != 1;
 const int line0 = blockIdx.x / k_tiles * LINES, k_tile = blockIdx.x % k_tiles;
-const int k_base = k_tile * sgemm::RESIDUE_K_TILE;
-
-__shared__ float staged[sgemm::RESIDUE_K_TILE][LINES + 1];  // [k][line], padded: no bank conflicts
-if (across) {
-#pragma unroll 8  // several loads in flight
-  for (int i = threadIdx.x; i < sgemm::RESIDUE_K_TILE * LINES; i += blockDim.x) {
-    const int k = i / LINES, l = i % LINES;
-    const bool in = line0 + l < lines && k_base + k < K;
-    staged[k][l] = in ? x[(line0 + l) + static_cast<int64_t>(k_base + k) * k_stride] : 0.0f;
-  }
-  __syncthreads();
-}
+const sgemm::LineBlock<LINES, sgemm::RESIDUE_K_TILE> block(x, lines, K, x_strides[0], x_strides[1], line0,
+                                                           k_tile * sgemm::RESIDUE_K_TILE);
+__shared__ decltype(block)::Staging staged;
+block.stage(staged);
 
 // Chunk j of the block: line j / 8, chunk j % 8: 8 threads read a line's 16
 // values each and write its 128-byte row, so a warp's stores are whole rows.
@@ -47,34 +39,15 @@ if (across) {
 // the CRT and B's residues".)
 for (int j = threadIdx.x; j < CHUNKS; j += blockDim.x) {
   const int l = j / 8, chunk = j % 8;
-  const int line = line0 + l, k0 = k_base + 16 * chunk;
+  const int line = line0 + l;
   const int shift = line < lines ? sgemm::line_shift(stats, lines, line, bits) : 0;
-  const bool live = line < lines && shift != sgemm::NON_FINITE_LINE;
   float v[16];
-  const float* const row = x + line * line_stride;
-  if (!live) {
+  block.load(v, l, chunk, line < lines && shift != sgemm::NON_FINITE_LINE, staged);
+  // Scaled exactly (a product below 2^-126 truncates to 0 all the same), then
+  // truncated to an integer.
+  sgemm::scale_by_power_of_two(v, shift);
 #pragma unroll
-    for (int e = 0; e < 16; ++e) v[e] = 0.0f;
-  } else if (across) {
-#pragma unroll
-    for (int e = 0; e < 16; ++e) v[e] = staged[16 * chunk + e][l];
-  } else if (k_stride == 1 && k0 + 16 <= K && reinterpret_cast<uintptr_t>(row + k0) % 16 == 0) {
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const float4 f = reinterpret_cast<const float4*>(row + k0)[q];
-      v[4 * q] = f.x, v[4 * q + 1] = f.y, v[4 * q + 2] = f.z, v[4 * q + 3] = f.w;
-    }
-  } else {
-#pragma unroll
-    for (int e = 0; e < 16; ++e) v[e] = k0 + e < K ? row[(k0 + e) * k_stride] : 0.0f;
-  }
-  // x 2^shift: a multiplication by the power of two where 2^shift is a
-  // normal float (exact; a product that falls below 2^-126 truncates to 0 all
-  // the same), ldexpf for the rare shifts past that range.
-  const bool normal_shift = shift >= -126 && shift <= 127;
-  const float power = normal_shift ? __int_as_float((shift + 127) << 23) : 1.0f;
-#pragma unroll
-  for (int e = 0; e < 16; ++e) v[e] = truncf(normal_shift ? v[e] * power : ldexpf(v[e], shift));
+  for (int e = 0; e < 16; ++e) v[e] = truncf(v[e]);
 
   const int64_t in_tile = sgemm::swizzled_offset(line % per_tile, 16 * chunk);
   // steps is 1 up to 29 bits a side (7 moduli keep 27): the common case gets

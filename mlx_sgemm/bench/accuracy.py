@@ -89,3 +89,15 @@ def emulation_inputs(kind: str, m: int, n: int, k: int, rng: np.random.Generator
         a[1::3, 1::2] *= np.float32(1e-30)
         b[::2, ::5] *= np.float32(1e-30)
     return a, b
+
+
+def errors_beside_cublas(c: mx.array, a: np.ndarray, b: np.ndarray) -> dict[str, str]:
+    """An emulation's accuracy-table columns: ``c``'s normwise and worst
+    componentwise errors against float64 (emulation.scheme.errors) next to
+    mx.matmul's on the same operands (cuBLAS SGEMM where MLX_ENABLE_TF32=0)."""
+    from ..emulation import scheme
+
+    ours = scheme.errors(np.array(c), a, b)
+    cublas = scheme.errors(np.array(mx.matmul(mx.array(a), mx.array(b))), a, b)
+    return dict(normwise=f"{ours[0]:.2e}", cublas_normwise=f"{cublas[0]:.2e}",
+                componentwise=f"{ours[1]:.2e}", cublas_componentwise=f"{cublas[1]:.2e}")

@@ -416,11 +416,17 @@ def cuda_int8_reconstruct() -> KernelSpec:
 # The float16 split (mlx_sgemm/emulation/half_split.py): each line scaled by a
 # power of two into float16's range and split into big and small float16
 # parts, in the INT8 residues' tiles; their wgmma products.
+# A line's largest magnitude is scaled into [2^(HALF_SPLIT_TOP - 1),
+# 2^HALF_SPLIT_TOP): the largest power of two below float16's largest finite
+# value (65504), so that the line's entries keep float16's normal range below it.
+HALF_SPLIT_TOP = 15
+
+
 def cuda_half_split() -> KernelSpec:
     """One operand's lines scaled and split into big and small float16 parts,
     in the products' swizzled tiles (kernels/cuda/half_split.cu)."""
     return KernelSpec(
-        "half_split", "cuda", "half_split.cu", (256, 1, 1), 1, 8,
+        "half_split", "cuda", "half_split.cu", (256, 1, 1), 1, 8, (("TOP", HALF_SPLIT_TOP),),
         inputs=("x", "stats", "params"), outputs=("parts",),
         input_dtypes=("float32", "float32", "int32"), output_dtypes=("float16",),
     )
@@ -435,7 +441,7 @@ def cuda_half_products(BN: int = 192, STAGES: int = 2, GROUP_M: int = 8) -> Kern
     the four parts in flight (80 KB each at BN = 192)."""
     return KernelSpec(
         "half_products", "cuda", "half_products.cu", (384, 1, 1), 128, BN,
-        (("BM", 128), ("BN", BN), ("STAGES", STAGES), ("GROUP_M", GROUP_M)),
+        (("BM", 128), ("BN", BN), ("STAGES", STAGES), ("GROUP_M", GROUP_M), ("TOP", HALF_SPLIT_TOP)),
         shared_memory=STAGES * 2 * (128 + BN) * 128 + 1024,
         min_blocks=1,
         inputs=("ah", "bh", "a_stats", "b_stats", "choice", "direct", "params"), outputs=("c",),

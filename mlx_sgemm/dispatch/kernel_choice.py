@@ -75,11 +75,12 @@ _WGMMA_ROWS = {"float32": (32, 64, 128), "tf32": (32, 64, 128, 256)}
 # HALF_SPLIT_MIN_CUBE^3. H100, against the 3xTF32 wgmma pipeline and the INT8
 # emulation in the same process (benchmarks/emulation_crossover.py,
 # results/emulation-crossover-2026-11-27-h100.csv): 1.24x the pipeline at
-# 4096^3, 1.40-1.77x at 5120^3-8192^3, 1.31-1.77x on the LLM shapes with one
-# side of 2048 or more and M N K >= 4096^3; 0.87x at 3072^3, 0.45x at 2048^3
-# (its statistics, splits and choice, ~0.35 ms at 4096^3, weigh more there).
-# The INT8 emulation was slower than the split on every one of those shapes
-# (0.69-0.87x of it), so no rule picks it; the autotuner still tries both.
+# 4096^3, 1.48-1.91x at 5120^3-8192^3, 1.30-1.80x on the LLM shapes with one
+# side of 2048 or more and M N K >= 4096^3; 0.92x at 3072^3, 0.51x at 2048^3
+# (its statistics, splits, choice and fallback's launch, ~0.3 ms at 4096^3,
+# weigh more there). The INT8 emulation was slower than the split on every
+# shape timed (the split 1.24-2.05x faster), so no rule picks it; the
+# autotuner still tries both.
 EMULATED = dataclasses.replace(specs.cuda_int8_products(), stage="int8_emulated")
 HALF_SPLIT = dataclasses.replace(specs.cuda_half_products(), stage="fp16_emulated")
 EMULATION_OPS = {EMULATED.stage: "int8_emulated", HALF_SPLIT.stage: "fp16_emulated"}

@@ -39,10 +39,10 @@ import numpy as np
 from ..build import specs
 from ..dispatch import device
 from . import gpu
-from .op import _as_2d_products
+from . import scheme
+from .op import as_2d_products
 
-# A line's largest magnitude is scaled into [2^TOP - 1, 2^TOP).
-TOP = 15
+TOP = specs.HALF_SPLIT_TOP  # a line's largest magnitude is scaled into [2^(TOP-1), 2^TOP)
 # The widest exponent span of a line (its norm exponent less its smallest
 # nonzero entry's exponent, as the INT8 emulation counts it) the split takes.
 # Scaled, that entry is then at least 2^(TOP - 1 - MAX_SPAN) = 2^-24, float16's
@@ -133,8 +133,6 @@ def reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _spans_fit(x: np.ndarray, axis: int) -> bool:
-    from . import scheme
-
     return bool((scheme.exponents(x, axis)[2] <= MAX_SPAN).all())
 
 
@@ -158,13 +156,13 @@ def fp16_emulated(a: mx.array, b: mx.array, *, stream=None) -> mx.array:
 
     stream = device.canonical(stream)
     dtype = mx.result_type(a, b)
-    p, pairs = _as_2d_products(a, b, stream)
+    p, pairs = as_2d_products(a, b, stream)
     if 0 in (p.M, p.N, p.K) or not pairs:
         return mx.zeros(p.out_shape, dtype=dtype, stream=stream)
     backend = device.backend(stream)
     results = []
     for x, y in pairs:
-        if backend == "cuda" and device.has_wgmma():
+        if backend == device.CUDA and device.has_wgmma():
             results.append(split_product(x, y, stream))
         elif backend == device.CPU_FALLBACK:
             xn, yn = np.array(x), np.array(y)

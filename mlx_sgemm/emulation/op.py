@@ -80,7 +80,7 @@ def _host_verdict(a: mx.array, b: mx.array, moduli: int | None, path: str) -> sc
     return verdict
 
 
-def _as_2d_products(a: mx.array, b: mx.array, stream) -> tuple:
+def as_2d_products(a: mx.array, b: mx.array, stream) -> tuple:
     """The 2-D float32 products of a @ b with mx.matmul's semantics (1-D
     operands, broadcast batch): the plan and a list of (a_i, b_i) views. The
     kernels read any strides, so views are passed as they are: a reshape of
@@ -106,7 +106,7 @@ def assess(a: mx.array, b: mx.array, moduli: int | None = None, *, stream=None) 
     another kernel. On the GPU this runs the pre-pass and reads its choice
     back (a synchronization; the op itself never does)."""
     stream = device.canonical(stream)
-    p, pairs = _as_2d_products(a, b, stream)
+    p, pairs = as_2d_products(a, b, stream)
     if 0 in (p.M, p.N, p.K):
         return [scheme.Assessment(k=p.K, bits=0, moduli=None, a_lost_bits=0, b_lost_bits=0, a_span=0,
                                   b_span=0, wide=None, reason="an empty product: zeros, nothing to emulate")
@@ -162,7 +162,7 @@ def int8_emulated(a: mx.array, b: mx.array, moduli: int | None = None, *, stream
     """
     stream = device.canonical(stream)
     dtype = mx.result_type(a, b)
-    p, pairs = _as_2d_products(a, b, stream)
+    p, pairs = as_2d_products(a, b, stream)
     if 0 in (p.M, p.N, p.K) or not pairs:  # mx.matmul's empty product: zeros, nothing to choose
         return mx.zeros(p.out_shape, dtype=dtype, stream=stream)
     path = _path(stream)

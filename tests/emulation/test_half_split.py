@@ -49,6 +49,8 @@ def test_shapes_like_mx_matmul(a_shape, b_shape):
     a, b = mx.array(draw(a_shape, 3)), mx.array(draw(b_shape, 4))
     c, ref = mlx_sgemm.fp16_emulated(a, b, stream=mx.cpu), mx.matmul(a, b, stream=mx.cpu)
     assert c.shape == ref.shape and c.dtype == ref.dtype
+    if c.size == 0:  # nothing to compare (and MLX 0.32's CUDA backend crashes copying an empty array out)
+        return
     assert np.allclose(np.array(c), np.array(ref), rtol=1e-5, atol=1e-5)
 
 

@@ -75,15 +75,15 @@ __device__ inline int line_shift(const float* stats, int lines, int line, int bi
   return bits - static_cast<int>(stats[3 * lines + line]);
 }
 
-// The power of two that brings line `line`'s largest magnitude into [2^14,
-// 2^15), where float16 keeps 11 bits of it and of every entry down to 2^-14
-// (the half-precision split, half_split.cu), or NON_FINITE_LINE; 0 for a line
-// of zeros.
-__device__ inline int half_line_shift(const float* stats, int line) {
+// The power of two that brings line `line`'s largest magnitude into
+// [2^(top-1), 2^top) (the float16 split, half_split.cu: top = 15, below
+// float16's largest finite value), or NON_FINITE_LINE; 0 for a line of zeros.
+// mlx_sgemm.emulation.half_split.split_lines in numpy.
+__device__ inline int half_line_shift(const float* stats, int line, int top) {
   if (!line_is_finite(stats, line)) return NON_FINITE_LINE;
   int e;
   frexpf(stats[line], &e);  // largest = m 2^e, m in [0.5, 1)
-  return stats[line] > 0.0f ? 15 - e : 0;
+  return stats[line] > 0.0f ? top - e : 0;
 }
 
 // A residue tile as the wgmma descriptor describes it (sgemm::wgmma_descriptor):
