@@ -39,6 +39,9 @@ _CONTRACTS = {
                             "SGEMM's on zero-mean inputs from K = 32; about 3x it below that and on "
                             "all-positive inputs, as the 3xTF32 pipeline's there); lines too wide for "
                             "float16's range go to float32 FMAs",
+    ("tf32", "float16"): "TF32: each operand scaled per line and rounded to float16 (11 significant bits, "
+                         "TF32's), one float16 tensor-core product (error like mx.matmul's CUDA default); "
+                         "lines too wide for float16's range go to float32 FMAs",
 }
 _FMA_KERNELS = ("naive", "tile", "tile_threads", "small_m", "small_m_wide")
 
@@ -175,6 +178,11 @@ def _nearest_recorded(backend: str, precision: str, M: int, N: int, K: int, b_tr
     return best
 
 
+# A recorded row's ratio to mx.matmul at its precision: the sweep's column, the
+# crossover benchmarks' (benchmarks/emulation_crossover.py) at float32 and TF32.
+_RATIO_COLUMNS = ("x_matmul", "x_cublas_sgemm", "x_cublas_tf32")
+
+
 def _recorded_row(row: dict, precision: str, b_transposed: bool) -> dict | None:
     if row.get("precision") != precision:
         return None
@@ -185,10 +193,11 @@ def _recorded_row(row: dict, precision: str, b_transposed: bool) -> dict | None:
                 return None
             return {"mnk": mnk, "shape": "x".join(map(str, mnk)), "device": row["device"],
                     "ratio": float(row["ratio"]), "tflops": None}
-        if row.get("kernel") == "matmul" and not b_transposed:  # a sweep row
+        if row.get("kernel") == "matmul" and not b_transposed:  # a sweep's or a crossover's row
+            ratio = next(row[c] for c in _RATIO_COLUMNS if row.get(c))
             return {"mnk": mnk, "shape": "x".join(map(str, mnk)), "device": row["device"],
-                    "ratio": float(row["x_matmul"]), "tflops": float(row["gflops"]) / 1e3}
-    except (KeyError, ValueError):
+                    "ratio": float(ratio), "tflops": float(row["gflops"]) / 1e3}
+    except (KeyError, ValueError, StopIteration):
         return None
     return None
 
@@ -278,7 +287,7 @@ def explain(
         unit = "int8"
         parameters["moduli"] = (f"{gpu.least_moduli(p.K)}-{gpu.MAX_MODULI}, chosen on the GPU from the "
                                 "operands (mlx_sgemm.emulation.op.assess reads the choice)")
-    elif how.spec.stage == kernel_choice.HALF_SPLIT.stage:
+    elif how.spec.stage in (kernel_choice.HALF_SPLIT.stage, kernel_choice.HALF_SPLIT_TF32.stage):
         unit = "float16"
     if backend == device.METAL:
         contract = "float32 (Apple GPUs have no TF32 mode)" if precision == "tf32" else "float32: simdgroup matrices in float32"

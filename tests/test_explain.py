@@ -110,3 +110,19 @@ def test_explain_quotes_the_newest_of_equally_near_recorded_runs(tmp_path, monke
         "New GPU", 2.5, "bench-2026-11-26-h100.csv")
     near = mlx_sgemm.explain((30, 30), (30, 30), backend="cuda")  # nearer the old shape: distance decides
     assert near.recorded["device"] == "Older GPU"
+
+
+def test_explain_reads_the_crossover_benchmarks_rows_at_their_precision(tmp_path, monkeypatch):
+    """benchmarks/emulation_crossover.py's matmul rows carry their ratio to
+    mx.matmul as x_cublas_sgemm (float32) or x_cublas_tf32 (TF32)."""
+    from mlx_sgemm.bench import results
+
+    header = "device,kernel,precision,M,N,K,us,gflops,{},x_wgmma,error\n"
+    (tmp_path / "tf32-crossover-2026-11-27.csv").write_text(
+        header.format("x_cublas_tf32") + "GPU,mx.matmul,tf32,64,64,64,1,900,1.0,0.9,1e-5\n"
+        "GPU,matmul,tf32,64,64,64,1,1000,1.18,1.3,1e-5\n")
+    (tmp_path / "emulation-crossover-2026-11-27.csv").write_text(
+        header.format("x_cublas_sgemm") + "GPU,matmul,float32,64,64,64,1,300,3.3,1.2,5e-9\n")
+    monkeypatch.setattr(results, "recorded_directories", lambda: [tmp_path])
+    assert mlx_sgemm.explain((64, 64), (64, 64), precision="tf32", backend="cuda").recorded["ratio"] == 1.18
+    assert mlx_sgemm.explain((64, 64), (64, 64), backend="cuda").recorded["ratio"] == 3.3

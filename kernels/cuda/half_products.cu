@@ -6,14 +6,21 @@
 // The float16 split (mlx_sgemm/emulation/half_split.py), step 2: C from the
 // float16 parts of A's rows and B's columns (half_split.cu) on the float16
 // tensor cores (Hopper wgmma, f16 x f16 -> float32), unscaled by the lines'
-// powers of two (sgemm::half_line_shift with TOP, as the split scaled them): small x big + big x small + big x big (small x small, ~2^-22
-// relative, left out), into a fresh accumulator per k-tile that the FP32 units
-// add to the running sum, since the tensor cores' adds round toward zero.
+// powers of two (sgemm::half_line_shift with TOP, as the split scaled them).
+// PARTS = 2 (float32 accuracy): small x big + big x small + big x big (small x
+// small, ~2^-22 relative, left out), into a fresh accumulator per k-tile that
+// the FP32 units add to the running sum, since the tensor cores' adds round
+// toward zero. PARTS = 1 (TF32 accuracy): big x big, accumulated by the
+// tensor cores across K as TF32's products are, one k-tile's products in
+// flight while the consumers wait for the next.
 //
 // Block: BM x BN = 128 x BN of C, 384 threads: a producer warpgroup whose one
 // thread keeps STAGES k-tiles (64 halves of K) of the parts in flight in a
 // ring of stages (sgemm::BulkRing), and two consumer warpgroups of 64 rows x
-// BN, m64nBNk16 products with both operands read from shared memory.
+// BN, m64nBNk16 products with both operands read from shared memory. (Three
+// consumers, 192 rows, would read fewer bytes a product from L2, but 512
+// threads leave ptxas 128 registers a thread: too few for m64n256's 128
+// accumulators.)
 //
 // choice: whether the split carries the product (sgemm::ChoiceWord: one
 // "modulus", or none; int8_choice.cu with the split's rule). direct: the
@@ -21,7 +28,7 @@
 // SGEMM_EMULATION_FALLBACK), taken for every output when the choice has no
 // split, else for those of rows and columns holding an Inf or NaN.
 // params: M, N, k-tiles, tiles in M, tiles in N.
-constexpr int PARTS = 2;  // big, small
+static_assert(PARTS == 1 || PARTS == 2, "big, or big and small");
 static_assert(BM == 128, "2 consumer warpgroups of 64 rows");
 constexpr int A_BYTES = BM * sgemm::RESIDUE_K_TILE, B_BYTES = BN * sgemm::RESIDUE_K_TILE;
 constexpr int STAGE_BYTES = PARTS * (A_BYTES + B_BYTES);
@@ -72,33 +79,45 @@ if (warpgroup == 0) {
   float acc[ACC];
 #pragma unroll
   for (int i = 0; i < ACC; ++i) acc[i] = 0.0f;
-  float fresh[ACC];
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    const int8_t* const stage = ring.consume(kt);
-    const int8_t* const a_big = stage + (warpgroup - 1) * 64 * sgemm::RESIDUE_K_TILE;
-    const int8_t* const b_big = stage + PARTS * A_BYTES;
-    const int8_t* const a_small = a_big + A_BYTES;
-    const int8_t* const b_small = b_big + B_BYTES;
-    sgemm::wgmma_fence();
-    // One product of the k-tile, K_STEPS k16 steps into `fresh` (the first
-    // product of the k-tile overwrites it).
-    auto products = [&](const int8_t* a, const int8_t* b, bool first) {
+  const int a_offset = (warpgroup - 1) * 64 * sgemm::RESIDUE_K_TILE;  // this warpgroup's 64 rows in a stage
+  auto issue = [&](float (&d)[ACC], const int8_t* a, const int8_t* b, bool accumulate) {
 #pragma unroll
-      for (int ks = 0; ks < K_STEPS; ++ks)
-        sgemm::wgmma_f16_ss<BN>(fresh, sgemm::wgmma_descriptor<sgemm::ResidueTile>(a + 32 * ks),
-                                sgemm::wgmma_descriptor<sgemm::ResidueTile>(b + 32 * ks), !first || ks > 0);
-    };
-    // The small products first, while the fresh sum is small: each of the
-    // tensor cores' truncating adds then loses at most an ulp of a small
-    // value, and only the K_STEPS big products' adds an ulp of the k-tile's sum.
-    products(a_small, b_big, true);
-    products(a_big, b_small, false);
-    products(a_big, b_big, false);
-    sgemm::wgmma_commit();
+    for (int ks = 0; ks < K_STEPS; ++ks)
+      sgemm::wgmma_f16_ss<BN>(d, sgemm::wgmma_descriptor<sgemm::ResidueTile>(a + 32 * ks),
+                              sgemm::wgmma_descriptor<sgemm::ResidueTile>(b + 32 * ks), accumulate || ks > 0);
+  };
+  if constexpr (PARTS == 1) {
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int8_t* const stage = ring.consume(kt);
+      sgemm::wgmma_fence();
+      issue(acc, stage + a_offset, stage + PARTS * A_BYTES, true);
+      sgemm::wgmma_commit();
+      sgemm::wgmma_wait<1>();  // k-tile kt - 1's products are done: its stage is free
+      if (tid == 0 && kt > 0) ring.release(kt - 1);
+    }
     sgemm::wgmma_wait<0>();
-    if (tid == 0) ring.release(kt);
+  } else {
+    float fresh[ACC];
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int8_t* const stage = ring.consume(kt);
+      const int8_t* const a_big = stage + a_offset;
+      const int8_t* const b_big = stage + PARTS * A_BYTES;
+      const int8_t* const a_small = a_big + A_BYTES;
+      const int8_t* const b_small = b_big + B_BYTES;
+      sgemm::wgmma_fence();
+      // The small products first, while the fresh sum is small: each of the
+      // tensor cores' truncating adds then loses at most an ulp of a small
+      // value, and only the K_STEPS big products' adds an ulp of the k-tile's
+      // sum. The first product of the k-tile overwrites `fresh`.
+      issue(fresh, a_small, b_big, false);
+      issue(fresh, a_big, b_small, true);
+      issue(fresh, a_big, b_big, true);
+      sgemm::wgmma_commit();
+      sgemm::wgmma_wait<0>();
+      if (tid == 0) ring.release(kt);
 #pragma unroll
-    for (int i = 0; i < ACC; ++i) acc[i] += fresh[i];
+      for (int i = 0; i < ACC; ++i) acc[i] += fresh[i];
+    }
   }
 
   // acc[4j + e] is row 16 warp + g + 8 (e / 2), column 8j + 2t + e % 2 of the

@@ -3,8 +3,9 @@
 // The float16 split (mlx_sgemm/emulation/half_split.py), step 1: one operand's lines (x: lines x K, any
 // strides: A's rows, or B^T's rows) scaled each by its own power of two, so
 // that its largest magnitude lies in [2^(TOP-1), 2^TOP) (sgemm::half_line_shift),
-// and split into two float16 parts, big = fp16(x 2^shift) and small =
-// fp16(x 2^shift - big) (the difference is exact in float32), written as the
+// and rounded to float16: big = fp16(x 2^shift), and with PARTS = 2 (float32
+// accuracy) also small = fp16(x 2^shift - big) (the difference is exact in
+// float32); PARTS = 1 is the TF32-accuracy mode's one part. Written as the
 // products kernel copies them:
 // tiles of 128-byte rows (64 halves of K) in wgmma's 128-byte swizzle, the
 // INT8 residues' layout (sgemm/int8_tiles.cuh) with the parts where the moduli
@@ -16,6 +17,7 @@
 //
 // stats: the lines' statistics (int8_line_stats.cu). params: lines, K, lines
 // per tile, tiles, k-tiles (of 64).
+static_assert(PARTS == 1 || PARTS == 2, "big, or big and small");
 constexpr int LINES = 64, K_TILE = sgemm::RESIDUE_K_TILE / 2, CHUNK = 8;
 constexpr int CHUNKS = LINES * K_TILE / CHUNK;
 const int lines = params[0], K = params[1], per_tile = params[2], tiles = params[3], k_tiles = params[4];
@@ -32,17 +34,21 @@ for (int j = threadIdx.x; j < CHUNKS; j += blockDim.x) {
   float v[CHUNK];
   block.load(v, l, chunk, line < lines && shift != sgemm::NON_FINITE_LINE, staged);
   sgemm::scale_by_power_of_two(v, shift);
-  uint32_t big[4], small[4];
+  uint32_t parts_of[PARTS][4];  // [part][pair of halves]
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
     const __half2 hi = __floats2half2_rn(v[2 * w], v[2 * w + 1]);
-    big[w] = *reinterpret_cast<const uint32_t*>(&hi);
-    const __half2 lo = __floats2half2_rn(v[2 * w] - __low2float(hi), v[2 * w + 1] - __high2float(hi));
-    small[w] = *reinterpret_cast<const uint32_t*>(&lo);
+    parts_of[0][w] = *reinterpret_cast<const uint32_t*>(&hi);
+    if constexpr (PARTS == 2) {
+      const __half2 lo = __floats2half2_rn(v[2 * w] - __low2float(hi), v[2 * w + 1] - __high2float(hi));
+      parts_of[PARTS - 1][w] = *reinterpret_cast<const uint32_t*>(&lo);
+    }
   }
   const int64_t in_tile = sgemm::swizzled_offset(line % per_tile, 16 * chunk);
-  *reinterpret_cast<uint4*>(out + sgemm::residue_tile_offset(0, line / per_tile, k_tile, tiles, k_tiles, per_tile) +
-                            in_tile) = make_uint4(big[0], big[1], big[2], big[3]);
-  *reinterpret_cast<uint4*>(out + sgemm::residue_tile_offset(1, line / per_tile, k_tile, tiles, k_tiles, per_tile) +
-                            in_tile) = make_uint4(small[0], small[1], small[2], small[3]);
+#pragma unroll
+  for (int part = 0; part < PARTS; ++part) {
+    const uint32_t* const w = parts_of[part];
+    *reinterpret_cast<uint4*>(out + sgemm::residue_tile_offset(part, line / per_tile, k_tile, tiles, k_tiles,
+                                                                per_tile) + in_tile) = make_uint4(w[0], w[1], w[2], w[3]);
+  }
 }

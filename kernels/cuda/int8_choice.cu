@@ -9,7 +9,8 @@
 // cannot carry is computed by the float32 fallback, all queued at once.
 //
 // Per finite line (one holding an Inf or NaN is left out: its outputs come
-// from the fallback), with n its norm exponent:
+// from the fallback, and the choice says there is one), with n its norm
+// exponent:
 //   lost = n - floor(log2(sum |x| / K))  (how far its mean entry lies below its
 //          norm bound; 0 for a line of zeros),
 //   span = n - floor(log2(smallest nonzero |x|))  (the bits that entry needs).
@@ -46,37 +47,42 @@ auto line_bits = [&](int operand, int line, int& lost, int& span) {
   }
 };
 
-__shared__ int worst_lost[2], worst_span[2], first_widest[2];
-if (threadIdx.x < 2) worst_lost[threadIdx.x] = worst_span[threadIdx.x] = 0;
-if (threadIdx.x < 2) first_widest[threadIdx.x] = 2147483647;
+// Each operand's widest span and the first line that has it, in one pass:
+// the largest (span, -line) packed in 64 bits. (One block reads every line:
+// each pass is a chain of dependent loads per thread, ~1 us a step.)
+auto widest_key = [](int span, int line) {
+  return (static_cast<unsigned long long>(span) << 32) | static_cast<unsigned>(2147483647 - line);
+};
+__shared__ int worst_lost[2], non_finite;
+__shared__ unsigned long long widest[2];
+if (threadIdx.x == 0) non_finite = 0;
+if (threadIdx.x < 2) worst_lost[threadIdx.x] = 0, widest[threadIdx.x] = widest_key(0, 2147483647);
 __syncthreads();
 for (int operand = 0; operand < 2; ++operand) {
-  int lost_here = 0, span_here = 0;
+  int lost_here = 0;
+  unsigned long long widest_here = widest_key(0, 2147483647);
+#pragma unroll 4  // several lines' loads in flight
   for (int line = threadIdx.x; line < lines_of[operand]; line += blockDim.x) {
-    if (!sgemm::line_is_finite(stats_of[operand], line)) continue;
+    if (!sgemm::line_is_finite(stats_of[operand], line)) {
+      non_finite = 1;
+      continue;
+    }
     int lost, span;
     line_bits(operand, line, lost, span);
-    lost_here = max(lost_here, lost), span_here = max(span_here, span);
+    lost_here = max(lost_here, lost);
+    widest_here = max(widest_here, widest_key(span, line));
   }
   atomicMax(&worst_lost[operand], lost_here);
-  atomicMax(&worst_span[operand], span_here);
+  atomicMax(&widest[operand], widest_here);
 }
 __syncthreads();
+const int worst_span[2] = {static_cast<int>(widest[0] >> 32), static_cast<int>(widest[1] >> 32)};
+const int first_widest[2] = {2147483647 - static_cast<int>(widest[0] & 0xffffffffu),
+                             2147483647 - static_cast<int>(widest[1] & 0xffffffffu)};
 const int needed = target + max(worst_lost[0], worst_lost[1]);
 const bool wide[2] = {worst_span[0] + 1 > needed, worst_span[1] + 1 > needed};
 // The first line of the widest span, of the operand the choice names.
 const int named = wide[1] ? 1 : 0;
-if (wide[named]) {
-  for (int line = threadIdx.x; line < lines_of[named]; line += blockDim.x) {
-    if (!sgemm::line_is_finite(stats_of[named], line)) continue;
-    int lost, span;
-    line_bits(named, line, lost, span);
-    if (span == worst_span[named]) {
-      atomicMin(&first_widest[named], line);
-      break;
-    }
-  }
-}
 __syncthreads();
 if (threadIdx.x != 0) return;
 
@@ -101,3 +107,4 @@ choice[sgemm::CHOICE_A_SPAN] = worst_span[0];
 choice[sgemm::CHOICE_B_SPAN] = worst_span[1];
 choice[sgemm::CHOICE_WIDE_OPERAND] = wide[named] ? named + 1 : 0;
 choice[sgemm::CHOICE_WIDE_LINE] = wide[named] ? first_widest[named] : -1;
+choice[sgemm::CHOICE_NON_FINITE] = non_finite;

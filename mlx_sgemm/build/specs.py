@@ -422,32 +422,45 @@ def cuda_int8_reconstruct() -> KernelSpec:
 HALF_SPLIT_TOP = 15
 
 
-def cuda_half_split() -> KernelSpec:
-    """One operand's lines scaled and split into big and small float16 parts,
-    in the products' swizzled tiles (kernels/cuda/half_split.cu)."""
+def cuda_half_split(PARTS: int = 2) -> KernelSpec:
+    """One operand's lines scaled and rounded to float16 parts (2: big and
+    small, float32 accuracy; 1: big, TF32 accuracy), in the products' swizzled
+    tiles (kernels/cuda/half_split.cu)."""
     return KernelSpec(
-        "half_split", "cuda", "half_split.cu", (256, 1, 1), 1, 8, (("TOP", HALF_SPLIT_TOP),),
+        "half_split", "cuda", "half_split.cu", (256, 1, 1), 1, 8, (("TOP", HALF_SPLIT_TOP), ("PARTS", PARTS)),
         inputs=("x", "stats", "params"), outputs=("parts",),
         input_dtypes=("float32", "float32", "int32"), output_dtypes=("float16",),
     )
 
 
-def cuda_half_products(BN: int = 192, STAGES: int = 2, GROUP_M: int = 8) -> KernelSpec:
+def cuda_half_products(PARTS: int = 2, BN: int = 192, STAGES: int = 2, GROUP_M: int = 8) -> KernelSpec:
     """C from the float16 parts on wgmma (m64nBNk16, both operands by
     descriptor), unscaled, the fallback's outputs merged
     (kernels/cuda/half_products.cu): 128 x BN blocks of a producer and two
     consumer warpgroups, each with a fresh and a running accumulator of BN / 2
     floats a thread (BN = 192: 192 of its 232 registers); STAGES k-tiles of
-    the four parts in flight (80 KB each at BN = 192)."""
+    the four parts in flight (80 KB each at BN = 192). PARTS = 1 (TF32
+    accuracy): one product, one accumulator, 128 + BN 128-byte rows a stage."""
     return KernelSpec(
         "half_products", "cuda", "half_products.cu", (384, 1, 1), 128, BN,
-        (("BM", 128), ("BN", BN), ("STAGES", STAGES), ("GROUP_M", GROUP_M), ("TOP", HALF_SPLIT_TOP)),
-        shared_memory=STAGES * 2 * (128 + BN) * 128 + 1024,
+        (("BM", 128), ("BN", BN), ("STAGES", STAGES), ("GROUP_M", GROUP_M), ("TOP", HALF_SPLIT_TOP),
+         ("PARTS", PARTS)),
+        shared_memory=STAGES * PARTS * (128 + BN) * 128 + 1024,
         min_blocks=1,
         inputs=("ah", "bh", "a_stats", "b_stats", "choice", "direct", "params"), outputs=("c",),
         input_dtypes=("float16", "float16", "float32", "float32", "int32", "float32", "int32"),
         output_dtypes=("float32",),
     )
+
+
+def cuda_half_products_for(precision: str) -> KernelSpec:
+    """half_products.cu as the float16 split runs it at ``precision``: two
+    parts, 128 x 192 blocks, 2 stages for float32; one part, 128 x 256, 4
+    stages for TF32 (H100, 4096^3 and 8192^3: 128 x 192 with 4-5 stages 4-9%
+    slower, 3 stages 1-7%, tile orders of 4 and 16 rows 2-12%)."""
+    if precision == "tf32":
+        return cuda_half_products(PARTS=1, BN=256, STAGES=4)
+    return cuda_half_products()
 
 
 _SPECS = {
@@ -542,7 +555,7 @@ STAGES = ("naive", "tile_16", "tile_32", "tile_threads", "tile_simdgroup", "tile
 _EMULATION_SPECS = {
     "cuda": [cuda_int8_residue_gemm(), cuda_int8_line_stats(), cuda_int8_choice(), cuda_int8_residues(),
              cuda_int8_products(), cuda_int8_fallback(), cuda_int8_reconstruct(), cuda_half_split(),
-             cuda_half_products()],
+             cuda_half_products(), cuda_half_split(PARTS=1), cuda_half_products_for("tf32")],
     "metal": [],
 }
 

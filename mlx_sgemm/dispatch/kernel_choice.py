@@ -5,8 +5,9 @@ product of at most 8 rows (a token's activations against a weight) is bound by
 reading B and runs small_m, float32 FMAs at memory speed, in either precision
 (small_m_wide for up to 4 rows against 12288 columns and more).
 On Hopper GPUs, large float32 products (every side at least 2048, M N K at
-least 4096^3) run the float16 split (``fp16_emulated``, chapter 7);
-everything else runs the wgmma pipeline (tile_wgmma: 3xTF32
+least 4096^3) run the float16 split (``fp16_emulated``, chapter 7), and
+large TF32 ones (M and N with a harmonic mean of at least 8192) its
+one-part form; everything else runs the wgmma pipeline (tile_wgmma: 3xTF32
 for float32 accuracy, one pass for TF32) in blocks as tall as C needs (32, 64
 or 128 rows; 256 for TF32), with K split across threadgroups when the output
 has fewer tiles than the GPU has SMs, and big operands whose rows are not 16-byte
@@ -82,9 +83,25 @@ _WGMMA_ROWS = {"float32": (32, 64, 128), "tf32": (32, 64, 128, 256)}
 # shape timed (the split 1.24-2.05x faster), so no rule picks it; the
 # autotuner still tries both.
 EMULATED = dataclasses.replace(specs.cuda_int8_products(), stage="int8_emulated")
-HALF_SPLIT = dataclasses.replace(specs.cuda_half_products(), stage="fp16_emulated")
-EMULATION_OPS = {EMULATED.stage: "int8_emulated", HALF_SPLIT.stage: "fp16_emulated"}
+HALF_SPLIT = dataclasses.replace(specs.cuda_half_products_for("float32"), stage="fp16_emulated")
+# At TF32 the split keeps one float16 part (one product, at float16's rate,
+# twice TF32's): it takes products whose M and N have a harmonic mean
+# 2 M N / (M + N) of at least HALF_TF32_MIN_HARMONIC, K at least
+# HALF_TF32_MIN_K and every side at least HALF_SPLIT_MIN_SIDE. Its statistics
+# and splits cost ~(M + N) K, the products M N K, so the harmonic mean of M
+# and N says which weighs more. H100, against cuBLAS TF32 and the one-pass
+# wgmma pipeline in one process (results/tf32-crossover-2026-11-27-h100.csv):
+# matmul 1.18x cuBLAS at 8192^3 (the pipeline 0.91x), 1.37x at
+# 8192x14336x4096 (the pipeline 1.09x); at 6144^3 the split called directly
+# is level with the pipeline (1.01x), at 8192x8192x2048 0.79x it, at 4096^3
+# 0.67x (its 0.22-0.24 ms of statistics, choice and splits weigh almost as
+# much as its 0.28 ms of products there): the pipeline stays.
+HALF_SPLIT_TF32 = dataclasses.replace(specs.cuda_half_products_for("tf32"), stage="fp16_emulated_tf32")
+EMULATION_OPS = {EMULATED.stage: "int8_emulated", HALF_SPLIT.stage: "fp16_emulated",
+                 HALF_SPLIT_TF32.stage: "fp16_emulated"}
+_EMULATION_PRECISIONS = {HALF_SPLIT_TF32.stage: "tf32"}  # the ops' precision= where not float32
 HALF_SPLIT_MIN_SIDE, HALF_SPLIT_MIN_CUBE = 2048, 4096
+HALF_TF32_MIN_HARMONIC, HALF_TF32_MIN_K = 8192, 4096
 
 
 def is_emulated(launch: Launch) -> bool:
@@ -93,11 +110,13 @@ def is_emulated(launch: Launch) -> bool:
 
 
 def emulation_op(launch: Launch):
-    """The op (``mlx_sgemm.int8_emulated`` or ``fp16_emulated``) that an
-    emulation's launch stands for."""
+    """The op (``mlx_sgemm.int8_emulated`` or ``fp16_emulated``, with its
+    precision) that an emulation's launch stands for."""
     import mlx_sgemm
 
-    return getattr(mlx_sgemm, EMULATION_OPS[launch.spec.stage])
+    op = getattr(mlx_sgemm, EMULATION_OPS[launch.spec.stage])
+    precision = _EMULATION_PRECISIONS.get(launch.spec.stage)
+    return op if precision is None else functools.partial(op, precision=precision)
 
 
 def _emulation_runs(p: Plan) -> bool:
@@ -105,10 +124,14 @@ def _emulation_runs(p: Plan) -> bool:
     return p.batch == 1 and p.K <= INT32_EXACT_K
 
 
-def _half_split_serves(p: Plan) -> bool:
-    """Whether the rule picks the float16 split for ``p`` (where it was measured faster)."""
-    return (p.batch == 1 and min(p.M, p.N, p.K) >= HALF_SPLIT_MIN_SIDE
-            and p.M * p.N * p.K >= HALF_SPLIT_MIN_CUBE**3)
+def _half_split_serves(precision: str, p: Plan) -> bool:
+    """Whether the rule picks the float16 split for ``p`` at ``precision``
+    (where it was measured faster)."""
+    if p.batch != 1 or min(p.M, p.N, p.K) < HALF_SPLIT_MIN_SIDE:
+        return False
+    if precision == "tf32":
+        return 2 * p.M * p.N >= HALF_TF32_MIN_HARMONIC * (p.M + p.N) and p.K >= HALF_TF32_MIN_K
+    return p.M * p.N * p.K >= HALF_SPLIT_MIN_CUBE**3
 
 
 SMALL_M = 8  # rows of C up to which the product is memory-bound (small_m)
@@ -202,11 +225,16 @@ def choose_with_rule(
             return specs.spec("small_m", backend), (
                 f"M <= {SMALL_M} rows: bound by reading B; float32 FMAs at memory speed, in either precision")
         if device.has_wgmma() if wgmma is None else wgmma:
-            if precision == "float32" and p is not None and _half_split_serves(p):
+            if precision == "float32" and p is not None and _half_split_serves(precision, p):
                 return HALF_SPLIT, (
                     f"Hopper, float32, one product with M, N and K >= {HALF_SPLIT_MIN_SIDE} and MNK >= "
                     f"{HALF_SPLIT_MIN_CUBE}^3: the float16 split (chapter 7), faster there than the 3xTF32 "
                     "wgmma pipeline and the INT8 emulation")
+            if precision == "tf32" and p is not None and _half_split_serves(precision, p):
+                return HALF_SPLIT_TF32, (
+                    f"Hopper, TF32, one product with K >= {HALF_TF32_MIN_K} and 2MN / (M + N) >= "
+                    f"{HALF_TF32_MIN_HARMONIC}: the float16 split with one part (chapter 7), faster there "
+                    "than the one-pass wgmma pipeline")
             spec = _hopper(precision, 128 if p is None else p.M)
             return spec, (
                 f"Hopper: the wgmma pipeline ({'one TF32 pass' if precision == 'tf32' else '3xTF32'}), "
@@ -338,6 +366,8 @@ def candidates(backend: str, precision: str, p: Plan) -> list[Launch]:
                 add(HALF_SPLIT)
                 if _emulation_runs(p):
                     add(EMULATED)
+            if not float32 and p.batch == 1 and p.M > SMALL_M:
+                add(HALF_SPLIT_TF32)
         add(_without_wgmma(precision))
         if p.M <= 4 * SMALL_M:
             add(specs.spec("small_m", backend))

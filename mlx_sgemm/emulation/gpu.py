@@ -49,7 +49,7 @@ RECONSTRUCT_COLUMNS = 8  # outputs a thread of int8_reconstruct.cu makes (COLUMN
 MAX_MODULI = _moduli.moduli_for(1, MAX_BITS)
 # The choice's words (sgemm::ChoiceWord in kernels/cuda/sgemm/int8_tiles.cuh).
 CHOICE_WORDS = ("moduli", "bits", "reason", "a_lost", "b_lost", "a_span", "b_span", "wide_operand",
-                "wide_line")
+                "wide_line", "non_finite")
 
 
 @functools.lru_cache(maxsize=256)
@@ -100,11 +100,13 @@ def choose(a_stats: mx.array, b_stats: mx.array, m: int, n: int, k: int, stream=
 
 def fixed_choice(k: int, s: int, bits: int | None = None) -> mx.array:
     """The choice when the caller names the moduli: s and the bits they carry
-    at K (or fewer, ``bits``)."""
+    at K (or fewer, ``bits``); non_finite 1, since no kernel has looked: the
+    fallback's blocks look at their lines."""
     bits = _moduli.bits_for(max(k, 1), s) if bits is None else bits
     if not 1 <= bits <= MAX_BITS:
         raise ValueError(f"{s} moduli keep {bits} bits a side, outside this path's 1..{MAX_BITS}")
-    return _int32([s, bits] + [0] * (len(CHOICE_WORDS) - 2))
+    words = dict.fromkeys(CHOICE_WORDS, 0) | dict(moduli=s, bits=bits, non_finite=1)
+    return _int32(list(words.values()))
 
 
 RESIDUE_BLOCK_LINES = 64  # lines a block of int8_residues.cu covers

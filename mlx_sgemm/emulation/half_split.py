@@ -55,20 +55,26 @@ TOP = specs.HALF_SPLIT_TOP  # a line's largest magnitude is scaled into [2^(TOP-
 # lines' norms: 8192^3 of normal entries spans 2^33). Componentwise, an output
 # made only of such entries is as uncertain as in the INT8 emulation.
 MAX_SPAN = 38
+# precision="tf32": the big part alone, one product, under the same rule: the
+# entries within 2^-28 of their line's norm bound keep float16's 11
+# significant bits (TF32 keeps 11), the smaller ones the absolute precision
+# above. (Keeping 11 bits for every entry would take spans up to 28, and
+# normal random matrices pass that: 4096 x 4096 of them span ~2^30.)
+PARTS = {"float32": 2, "tf32": 1}
 K_TILE = gpu.K_TILE // 2  # halves of K a tile row holds (128 bytes)
 SPLIT_BLOCK_LINES = 64  # lines a block of half_split.cu covers
 _CHOICE_TABLE = 20  # int8_choice.cu's table of bits per count of moduli
 
 
-def _split(x: mx.array, stats: mx.array, per_tile: int, stream=None) -> mx.array:
-    """x's rows (lines x K, any strides) scaled and split into big and small
-    float16 parts, in swizzled tiles of ``per_tile`` rows, flat."""
+def _split(x: mx.array, stats: mx.array, per_tile: int, parts: int = 2, stream=None) -> mx.array:
+    """x's rows (lines x K, any strides) scaled and rounded to ``parts``
+    float16 parts (big, small), in swizzled tiles of ``per_tile`` rows, flat."""
     lines, k = x.shape
     tiles, k_tiles = -(-lines // per_tile), max(1, -(-k // K_TILE))
     params = gpu._int32([lines, k, per_tile, tiles, k_tiles])
     blocks = tiles * per_tile // SPLIT_BLOCK_LINES * k_tiles
-    return gpu._launch(specs.cuda_half_split(), [x, stats, params], (2 * tiles * per_tile * k_tiles * K_TILE,),
-                       mx.float16, blocks * 256, stream)
+    return gpu._launch(specs.cuda_half_split(parts), [x, stats, params],
+                       (parts * tiles * per_tile * k_tiles * K_TILE,), mx.float16, blocks * 256, stream)
 
 
 def choose(a_stats: mx.array, b_stats: mx.array, m: int, n: int, k: int, stream=None) -> mx.array:
@@ -84,15 +90,15 @@ def choose(a_stats: mx.array, b_stats: mx.array, m: int, n: int, k: int, stream=
                        1024, stream)
 
 
-def _products(ah, bh, a_stats, b_stats, choice, direct, m: int, n: int, k: int, stream=None) -> mx.array:
-    spec = specs.cuda_half_products()
+def _products(ah, bh, a_stats, b_stats, choice, direct, m: int, n: int, k: int, spec: specs.KernelSpec,
+              stream=None) -> mx.array:
     tiles_m, tiles_n = -(-m // spec.block_m), -(-n // spec.block_n)
     params = gpu._int32([m, n, max(1, -(-k // K_TILE)), tiles_m, tiles_n])
     return gpu._launch(spec, [ah, bh, a_stats, b_stats, choice, direct, params], (m, n), mx.float32,
                        tiles_m * tiles_n * spec.threadgroup[0], stream)
 
 
-def split_product(a: mx.array, b: mx.array, stream=None) -> mx.array:
+def split_product(a: mx.array, b: mx.array, precision: str = "float32", stream=None) -> mx.array:
     """float32 a @ b (2-D float32, any strides) by the split on the GPU, all
     kernels queued at once: statistics, choice, the two splits, the
     fallback's tiles, the products."""
@@ -103,11 +109,11 @@ def split_product(a: mx.array, b: mx.array, stream=None) -> mx.array:
     bt = b.T
     a_stats, b_stats = gpu.line_stats(a, stream), gpu.line_stats(bt, stream)
     choice = choose(a_stats, b_stats, m, n, k, stream)
-    products = specs.cuda_half_products()
-    ah = _split(a, a_stats, products.block_m, stream)
-    bh = _split(bt, b_stats, products.block_n, stream)
+    products = specs.cuda_half_products_for(precision)
+    ah = _split(a, a_stats, products.block_m, PARTS[precision], stream)
+    bh = _split(bt, b_stats, products.block_n, PARTS[precision], stream)
     direct = gpu.fallback_product(a, b, choice, a_stats, b_stats, stream)
-    return _products(ah, bh, a_stats, b_stats, choice, direct, m, n, k, stream)
+    return _products(ah, bh, a_stats, b_stats, choice, direct, m, n, k, products, stream)
 
 
 def split_lines(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -122,13 +128,16 @@ def split_lines(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return big, small, shift
 
 
-def reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def reference(a: np.ndarray, b: np.ndarray, precision: str = "float32") -> np.ndarray:
     """The split product in numpy (2-D finite float32 operands), its sums
-    exact (float64): what the GPU computes but for the tensor cores' rounding."""
+    exact (float64): what the GPU computes but for the tensor cores' rounding.
+    ``precision`` "tf32": big x big alone."""
     a_big, a_small, e = split_lines(a, 1)
     b_big, b_small, f = split_lines(b, 0)
     w = lambda x: x.astype(np.float64)  # noqa: E731
-    c = w(a_small) @ w(b_big) + w(a_big) @ w(b_small) + w(a_big) @ w(b_big)
+    c = w(a_big) @ w(b_big)
+    if PARTS[precision] == 2:
+        c = w(a_small) @ w(b_big) + w(a_big) @ w(b_small) + c
     return np.ldexp(c, -(e + f)).astype(np.float32)
 
 
@@ -136,14 +145,18 @@ def _spans_fit(x: np.ndarray, axis: int) -> bool:
     return bool((scheme.exponents(x, axis)[2] <= MAX_SPAN).all())
 
 
-def fp16_emulated(a: mx.array, b: mx.array, *, stream=None) -> mx.array:
+def fp16_emulated(a: mx.array, b: mx.array, *, precision: str = "float32", stream=None) -> mx.array:
     """``a @ b`` at float32 accuracy on float16 tensor cores (each operand split
-    into two float16 parts after per-line scaling; three products).
+    into two float16 parts after per-line scaling; three products), or at
+    TF32 accuracy (one part each, one product).
 
     Args:
         a, b: float32, float16 or bfloat16 arrays with ``mx.matmul``'s
             semantics (1-D operands, broadcast batch dimensions, any strides;
             the result has ``mx.matmul``'s dtype for them).
+        precision: "float32" (two parts) or "tf32" (one part: an entry
+            keeps float16's 11 significant bits, as TF32 keeps 11, down to
+            2^-28 of its line's norm bound).
         stream: stream or device.
 
     On a Hopper GPU, the kernels of :func:`split_product`: a line whose
@@ -153,7 +166,9 @@ def fp16_emulated(a: mx.array, b: mx.array, *, stream=None) -> mx.array:
     products with non-finite or too wide lines). Elsewhere, ``matmul``.
     """
     from .. import ops
+    from ..dispatch import kernel_choice
 
+    kernel_choice.check_precision(precision)
     stream = device.canonical(stream)
     dtype = mx.result_type(a, b)
     p, pairs = as_2d_products(a, b, stream)
@@ -163,14 +178,14 @@ def fp16_emulated(a: mx.array, b: mx.array, *, stream=None) -> mx.array:
     results = []
     for x, y in pairs:
         if backend == device.CUDA and device.has_wgmma():
-            results.append(split_product(x, y, stream))
+            results.append(split_product(x, y, precision, stream))
         elif backend == device.CPU_FALLBACK:
             xn, yn = np.array(x), np.array(y)
             if np.isfinite(xn).all() and np.isfinite(yn).all() and _spans_fit(xn, 1) and _spans_fit(yn, 0):
-                results.append(mx.array(reference(xn, yn)))
+                results.append(mx.array(reference(xn, yn, precision)))
             else:
                 results.append(mx.matmul(x, y, stream=stream))
         else:
-            results.append(ops.matmul(x, y, stream=stream))
+            results.append(ops.matmul(x, y, precision=precision, stream=stream))
     c = results[0] if len(results) == 1 else mx.stack(results)
     return c.reshape(p.out_shape).astype(dtype, stream=stream)

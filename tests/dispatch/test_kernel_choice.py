@@ -89,25 +89,34 @@ def test_hopper_block_height_follows_the_rows_of_c(monkeypatch):
     assert {s.block_m for s in kernel_choice.variants(device.CUDA) if s.source_file == "tile_wgmma.cu"} == {32, 64, 128, 256}
 
 
-@pytest.mark.parametrize("a_shape, b_shape, split", [
-    ((4096, 4096), (4096, 4096), True), ((6144, 6144), (6144, 6144), True), ((8192, 4096), (4096, 14336), True),
-    ((16384, 4096), (4096, 4096), True), ((2048, 4096), (4096, 14336), True), ((8192, 2048), (2048, 8192), True),
-    ((8192, 140000), (140000, 8192), True),  # no integer bound on K: float32 sums
-    ((3072, 3072), (3072, 3072), False),  # 0.87x the wgmma pipeline there
-    ((2048, 2048), (2048, 2048), False), ((1024, 8192), (8192, 8192), False),
-    ((2, 8192, 8192), (8192, 8192), False),  # a batch: the pipeline
+@pytest.mark.parametrize("precision, a_shape, b_shape, split", [
+    ("float32", (4096, 4096), (4096, 4096), True), ("float32", (6144, 6144), (6144, 6144), True),
+    ("float32", (8192, 4096), (4096, 14336), True), ("float32", (16384, 4096), (4096, 4096), True),
+    ("float32", (2048, 4096), (4096, 14336), True), ("float32", (8192, 2048), (2048, 8192), True),
+    ("float32", (8192, 140000), (140000, 8192), True),  # no integer bound on K: float32 sums
+    ("float32", (3072, 3072), (3072, 3072), False),  # 0.87x the wgmma pipeline there
+    ("float32", (2048, 2048), (2048, 2048), False), ("float32", (1024, 8192), (8192, 8192), False),
+    ("float32", (2, 8192, 8192), (8192, 8192), False),  # a batch: the pipeline
+    ("tf32", (8192, 8192), (8192, 8192), True), ("tf32", (8192, 4096), (4096, 14336), True),
+    ("tf32", (16384, 4096), (4096, 16384), True),
+    ("tf32", (4096, 4096), (4096, 4096), False),  # 0.67x cuBLAS TF32: the statistics and splits weigh too much
+    ("tf32", (16384, 4096), (4096, 4096), False),  # harmonic mean of M and N 6554
+    ("tf32", (8192, 2048), (2048, 8192), False),  # K below HALF_TF32_MIN_K: level with the pipeline there
+    ("tf32", (2, 8192, 8192), (8192, 8192), False),
 ])
-def test_hopper_float32_takes_the_float16_split_for_big_products(a_shape, b_shape, split):
+def test_hopper_takes_the_float16_split_for_big_products(precision, a_shape, b_shape, split):
+    """float32: the two-part split; TF32: the one-part split, where M and N are large."""
     p = plan(a_shape, b_shape)
-    spec, rule = kernel_choice.choose_with_rule(device.CUDA, "float32", p, wgmma=True)
-    assert (spec == kernel_choice.HALF_SPLIT) == split, rule
+    spec, rule = kernel_choice.choose_with_rule(device.CUDA, precision, p, wgmma=True)
+    ours, other = ((kernel_choice.HALF_SPLIT, kernel_choice.HALF_SPLIT_TF32) if precision == "float32"
+                   else (kernel_choice.HALF_SPLIT_TF32, kernel_choice.HALF_SPLIT))
+    assert (spec == ours) == split, rule
     assert kernel_choice.is_emulated(kernel_choice.Launch(spec)) == split
     assert ("float16 split" in rule) == split
-    assert spec != kernel_choice.EMULATED  # slower than the split wherever it was timed
-    # Never for TF32, without wgmma, or deterministic (a row must not depend on the others).
-    assert not kernel_choice.is_emulated(kernel_choice.Launch(kernel_choice.choose(device.CUDA, "tf32", p, wgmma=True)))
-    assert not kernel_choice.is_emulated(kernel_choice.Launch(kernel_choice.choose(device.CUDA, "float32", p, wgmma=False)))
-    assert not kernel_choice.is_emulated(kernel_choice.deterministic(device.CUDA, "float32", wgmma=True))
+    assert spec not in (other, kernel_choice.EMULATED)  # the INT8 emulation: slower than the split wherever timed
+    # Never without wgmma, or deterministic (a row must not depend on the others).
+    assert not kernel_choice.is_emulated(kernel_choice.Launch(kernel_choice.choose(device.CUDA, precision, p, wgmma=False)))
+    assert not kernel_choice.is_emulated(kernel_choice.deterministic(device.CUDA, precision, wgmma=True))
 
 
 def test_each_emulation_launch_names_its_op():
@@ -115,17 +124,22 @@ def test_each_emulation_launch_names_its_op():
 
     assert kernel_choice.emulation_op(kernel_choice.Launch(kernel_choice.HALF_SPLIT)) is mlx_sgemm.fp16_emulated
     assert kernel_choice.emulation_op(kernel_choice.Launch(kernel_choice.EMULATED)) is mlx_sgemm.int8_emulated
+    tf32 = kernel_choice.emulation_op(kernel_choice.Launch(kernel_choice.HALF_SPLIT_TF32))
+    assert tf32.func is mlx_sgemm.fp16_emulated and tf32.keywords == {"precision": "tf32"}
 
 
 def test_the_autotuner_tries_the_emulations_on_hopper_float32(monkeypatch):
     monkeypatch.setattr(device, "has_wgmma", lambda: True)
     float32 = kernel_choice.candidates(device.CUDA, "float32", plan((300, 500), (500, 700)))
-    assert {c.spec.stage for c in float32 if kernel_choice.is_emulated(c)} == set(kernel_choice.EMULATION_OPS)
+    assert {c.spec.stage for c in float32 if kernel_choice.is_emulated(c)} == {
+        kernel_choice.HALF_SPLIT.stage, kernel_choice.EMULATED.stage}
     long_k = kernel_choice.candidates(device.CUDA, "float32", plan((300, 140000), (140000, 700)))
     assert {c.spec.stage for c in long_k if kernel_choice.is_emulated(c)} == {kernel_choice.HALF_SPLIT.stage}
-    for other in (kernel_choice.candidates(device.CUDA, "tf32", plan((300, 500), (500, 700))),
-                  kernel_choice.candidates(device.CUDA, "float32", plan((3, 300, 500), (500, 700))),
-                  kernel_choice.candidates(device.CUDA, "float32", plan((8, 500), (500, 700)))):
+    tf32 = kernel_choice.candidates(device.CUDA, "tf32", plan((300, 500), (500, 700)))
+    assert {c.spec.stage for c in tf32 if kernel_choice.is_emulated(c)} == {kernel_choice.HALF_SPLIT_TF32.stage}
+    for other in (kernel_choice.candidates(device.CUDA, "float32", plan((3, 300, 500), (500, 700))),
+                  kernel_choice.candidates(device.CUDA, "float32", plan((8, 500), (500, 700))),
+                  kernel_choice.candidates(device.CUDA, "tf32", plan((8, 500), (500, 700)))):
         assert not any(kernel_choice.is_emulated(c) for c in other)
 
 

@@ -74,3 +74,30 @@ def test_lines_too_wide_and_non_finite_ones_are_mx_matmuls():
 def test_bad_operands_are_named():
     with pytest.raises(ValueError, match="b"):
         mlx_sgemm.fp16_emulated(mx.zeros((3, 4)), mx.zeros((5, 6)), stream=mx.cpu)
+
+
+def test_tf32_keeps_the_big_part_alone():
+    """precision="tf32": each entry rounded to float16 after its line's scaling
+    (11 significant bits, TF32's), one product; on the CPU its reference."""
+    a, b = draw((37, 300), 11), draw((300, 45), 12)
+    big_a, _, e = half_split.split_lines(a, 1)
+    big_b, _, f = half_split.split_lines(b, 0)
+    want = np.ldexp(big_a.astype(np.float64) @ big_b.astype(np.float64), -(e + f)).astype(np.float32)
+    assert np.array_equal(half_split.reference(a, b, "tf32"), want)
+    c = np.array(mlx_sgemm.fp16_emulated(mx.array(a), mx.array(b), precision="tf32", stream=mx.cpu))
+    assert np.array_equal(c, want)
+
+
+@pytest.mark.parametrize("k", [31, 1000, 4096])
+def test_tf32_is_as_accurate_as_rounding_to_11_bits(k):
+    """The error of one rounding to 11 significant bits a term (u = 2^-11),
+    well above float32's: what TF32 promises, no more."""
+    a, b = draw((64, k), k + 2), draw((k, 48), k + 3)
+    tf32 = scheme.errors(half_split.reference(a, b, "tf32"), a, b)[0]
+    assert 1e-6 < tf32 <= 2.0**-11, tf32
+    assert tf32 > 10 * scheme.errors(half_split.reference(a, b), a, b)[0]
+
+
+def test_a_precision_other_than_float32_or_tf32_is_named():
+    with pytest.raises(ValueError, match="precision"):
+        mlx_sgemm.fp16_emulated(mx.zeros((3, 4)), mx.zeros((4, 5)), precision="float16", stream=mx.cpu)

@@ -3,7 +3,8 @@ float64 next to cuBLAS SGEMM's (normal, positive, GEMMul8's hard inputs; K
 from 1 to past the INT8 emulation's int32 bound), every output written
 (NaN-poisoned outputs) at tile edges, the device's choice and its float32
 fallback for lines too wide and for Inf and NaN, and every shape class of the
-other ops."""
+other ops; and its one-part TF32 form (precision="tf32") against the one-pass
+TF32 pipeline, and matmul's use of it."""
 
 import mlx.core as mx
 import numpy as np
@@ -178,3 +179,68 @@ def test_matmul_takes_the_split_for_big_float32_products():
     cublas = np.linalg.norm(np.array(mx.matmul(a, b)[rows]) - ref) / np.linalg.norm(bound)
     assert ours <= cublas, (ours, cublas)
     assert not np.array_equal(np.array(mlx_sgemm.matmul(a, b, deterministic=True)), np.array(got))
+
+
+# precision="tf32" (one float16 part a line): each entry rounded to nearest
+# with 11 significant bits, where the one-pass TF32 pipeline's tensor cores
+# truncate theirs to 11: its errors are at or below the pipeline's (numpy:
+# those of rounding both operands to TF32 to nearest, cuBLAS TF32's in MLX).
+@pytest.mark.parametrize("kind", ["normal", "positive", "phi1", "phi2"])
+@pytest.mark.parametrize("k", [31, 1000, 4096])
+def test_tf32_accuracy_against_the_tf32_pipeline(kind, k):
+    rng = np.random.default_rng(k + 7)
+    a, b = _inputs(kind, 200, 160, k, rng)
+    x, y = mx.array(a), mx.array(b)
+    assert _split_taken(x, y)
+    with launcher.poisoned_outputs():
+        c = np.array(mlx_sgemm.fp16_emulated(x, y, precision="tf32"))
+    assert np.isfinite(c).all()
+    normwise, componentwise = scheme.errors(c, a, b)
+    pipeline = scheme.errors(np.array(mlx_sgemm.matmul(x, y, precision="tf32", deterministic=True)), a, b)
+    assert normwise <= pipeline[0] and componentwise <= pipeline[1], ((normwise, componentwise), pipeline)
+    assert normwise > 1e-6  # one part: TF32's accuracy, not float32's
+
+
+@pytest.mark.parametrize("m, n, k", [(1, 1, 1), (129, 257, 65), (1000, 999, 4097), (5, 700, 63)])
+def test_tf32_writes_every_output_and_is_the_reference_up_to_the_tensor_cores_rounding(m, n, k):
+    rng = np.random.default_rng(m + n + k + 1)
+    a, b = _inputs("normal", m, n, k, rng)
+    with launcher.poisoned_outputs():
+        got = np.array(mlx_sgemm.fp16_emulated(mx.array(a), mx.array(b), precision="tf32"))
+    assert np.isfinite(got).all()
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    want = half_split.reference(a, b, "tf32")
+    assert (np.abs(got.astype(np.float64) - want) <= 2.0**-19 * scale).all()  # TF32 rounding: ~2^-12
+
+
+def test_tf32_non_finite_and_wide_lines_take_the_fallback():
+    rng = np.random.default_rng(12)
+    a, b = _inputs("normal", 300, 260, 500, rng)
+    a[5, 7], b[11, 3] = np.nan, np.inf
+    x, y = mx.array(a), mx.array(b)
+    c, ref = np.array(mlx_sgemm.fp16_emulated(x, y, precision="tf32")), np.array(mx.matmul(x, y))
+    assert np.array_equal(np.isnan(c), np.isnan(ref)) and np.array_equal(np.isinf(c), np.isinf(ref))
+    a, b = _inputs("1e30 next to 1e-30", 300, 270, 500, rng)
+    x, y = mx.array(a), mx.array(b)
+    assert not _split_taken(x, y)
+    with launcher.poisoned_outputs():
+        assert np.array_equal(np.array(mlx_sgemm.fp16_emulated(x, y, precision="tf32")),
+                              np.array(ops.tile_threads(x, y)))
+
+
+def test_matmul_takes_the_one_part_split_for_big_tf32_products():
+    """Past kernel_choice's TF32 bound (8192^3 here), matmul(precision="tf32")
+    is fp16_emulated(precision="tf32") bit for bit, at or below the TF32
+    pipeline's error."""
+    n = 8192
+    rng = np.random.default_rng(13)
+    a = mx.array(rng.standard_normal((n, n)).astype(np.float32))
+    b = mx.array(rng.standard_normal((n, n)).astype(np.float32))
+    got = mlx_sgemm.matmul(a, b, precision="tf32")
+    assert np.array_equal(np.array(got), np.array(mlx_sgemm.fp16_emulated(a, b, precision="tf32")))
+    rows = slice(0, 32)
+    ref = np.array(a[rows]).astype(np.float64) @ np.array(b).astype(np.float64)
+    bound = np.linalg.norm(np.abs(np.array(a[rows]).astype(np.float64)) @ np.abs(np.array(b).astype(np.float64)))
+    ours = np.linalg.norm(np.array(got[rows]) - ref) / bound
+    pipeline = mlx_sgemm.matmul(a, b, precision="tf32", deterministic=True)
+    assert ours <= np.linalg.norm(np.array(pipeline[rows]) - ref) / bound

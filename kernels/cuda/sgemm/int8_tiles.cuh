@@ -37,10 +37,12 @@ __device__ inline int64_t residue_tile_offset(int modulus, int tile, int k_tile,
 // them back when asked): how many moduli (0: the product is not emulated, the
 // float32 fallback computes every output), the bits a side, why not (a
 // mlx_sgemm.emulation.scheme.Reason), and what the pre-pass found
-// (scheme.Assessment's fields; the wide operand 0 for none, 1 for A, 2 for B).
+// (scheme.Assessment's fields; the wide operand 0 for none, 1 for A, 2 for B),
+// and whether a line of either operand may hold an Inf or NaN (0: none does,
+// so that the fallback's blocks need not look at their lines).
 enum ChoiceWord {
   CHOICE_MODULI, CHOICE_BITS, CHOICE_REASON, CHOICE_A_LOST, CHOICE_B_LOST, CHOICE_A_SPAN,
-  CHOICE_B_SPAN, CHOICE_WIDE_OPERAND, CHOICE_WIDE_LINE, CHOICE_WORDS
+  CHOICE_B_SPAN, CHOICE_WIDE_OPERAND, CHOICE_WIDE_LINE, CHOICE_NON_FINITE, CHOICE_WORDS
 };
 // The steps sgemm::symmetric_residue takes to reduce a line value below 2^bits.
 __device__ inline int residue_steps(int bits) { return bits <= 29 ? 1 : 2; }
@@ -53,10 +55,13 @@ __device__ inline bool line_is_finite(const float* stats, int line) {
 // Whether the INT8 emulation's float32 fallback (tile_threads.cu built with
 // SGEMM_EMULATION_FALLBACK) computes the rows x cols tile at (row0, col0): the
 // choice has no moduli, or a row of A or column of B (B^T's row) of the tile
-// holds an Inf or NaN. Every thread of the block calls it (a barrier).
+// holds an Inf or NaN. Every thread of the block calls it (a barrier, but
+// where the choice has moduli and no line holds an Inf or NaN: then every
+// block of the fallback stops at once, having read one word).
 __device__ inline bool fallback_computes_tile(const int* choice, const float* a_stats, int M,
                                               const float* b_stats, int N, int row0, int col0,
                                               int rows, int cols) {
+  if (choice[CHOICE_MODULI] != 0 && choice[CHOICE_NON_FINITE] == 0) return false;
   bool non_finite = false;
   for (int i = threadIdx.x; i < rows + cols; i += blockDim.x) {
     non_finite |= i < rows ? row0 + i < M && !line_is_finite(a_stats, row0 + i)
