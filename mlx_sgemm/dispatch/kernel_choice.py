@@ -94,7 +94,7 @@ HALF_SPLIT = dataclasses.replace(specs.cuda_half_products_for("float32"), stage=
 # matmul 1.18x cuBLAS at 8192^3 (the pipeline 0.91x), 1.37x at
 # 8192x14336x4096 (the pipeline 1.09x); at 6144^3 the split called directly
 # is level with the pipeline (1.01x), at 8192x8192x2048 0.79x it, at 4096^3
-# 0.67x (its 0.22-0.24 ms of statistics, choice and splits weigh almost as
+# 0.65x (its 0.22-0.24 ms of statistics, choice and splits weigh almost as
 # much as its 0.28 ms of products there): the pipeline stays.
 HALF_SPLIT_TF32 = dataclasses.replace(specs.cuda_half_products_for("tf32"), stage="fp16_emulated_tf32")
 EMULATION_OPS = {EMULATED.stage: "int8_emulated", HALF_SPLIT.stage: "fp16_emulated",
