@@ -71,7 +71,7 @@ def main() -> None:
         bt = b.T
         a_stats, b_stats = gpu.line_stats(a), gpu.line_stats(bt)
         choice = half_split.choose(a_stats, b_stats, size, size, size)
-        products = specs.cuda_half_products()
+        products = specs.cuda_half_products_for("float32")
         ah = half_split._split(a, a_stats, products.block_m)
         bh = half_split._split(bt, b_stats, products.block_n)
         direct = gpu.fallback_product(a, b, choice, a_stats, b_stats)
@@ -83,7 +83,7 @@ def main() -> None:
             "phase: split of B (read as B^T)": lambda: half_split._split(bt, b_stats, products.block_n),
             "phase: fallback tiles (none here)": lambda: gpu.fallback_product(a, b, choice, a_stats, b_stats),
             "phase: products (wgmma, 3 float16 products)": lambda: half_split._products(
-                ah, bh, a_stats, b_stats, choice, direct, size, size, size),
+                ah, bh, a_stats, b_stats, choice, direct, size, size, size, products),
         }
         medians.update(timing.alternating_medians(phases, rounds=3, repeats=args.repeats))
         tiles_m, tiles_n = -(-size // products.block_m), -(-size // products.block_n)
