@@ -420,6 +420,9 @@ def cuda_int8_reconstruct() -> KernelSpec:
 # 2^HALF_SPLIT_TOP): the largest power of two below float16's largest finite
 # value (65504), so that the line's entries keep float16's normal range below it.
 HALF_SPLIT_TOP = 15
+# The float16 parts a line keeps at each precision: big and small (float32
+# accuracy, three products), or big alone (TF32's 11 bits, one product).
+HALF_SPLIT_PARTS = {"float32": 2, "tf32": 1}
 
 
 def cuda_half_split(PARTS: int = 2) -> KernelSpec:
@@ -458,9 +461,8 @@ def cuda_half_products_for(precision: str) -> KernelSpec:
     parts, 128 x 192 blocks, 2 stages for float32; one part, 128 x 256, 4
     stages for TF32 (H100, 4096^3 and 8192^3: 128 x 192 with 4-5 stages 4-9%
     slower, 3 stages 1-7%, tile orders of 4 and 16 rows 2-12%)."""
-    if precision == "tf32":
-        return cuda_half_products(PARTS=1, BN=256, STAGES=4)
-    return cuda_half_products()
+    parts = HALF_SPLIT_PARTS[precision]
+    return cuda_half_products(PARTS=parts, BN=256, STAGES=4) if parts == 1 else cuda_half_products(PARTS=parts)
 
 
 _SPECS = {
@@ -555,7 +557,7 @@ STAGES = ("naive", "tile_16", "tile_32", "tile_threads", "tile_simdgroup", "tile
 _EMULATION_SPECS = {
     "cuda": [cuda_int8_residue_gemm(), cuda_int8_line_stats(), cuda_int8_choice(), cuda_int8_residues(),
              cuda_int8_products(), cuda_int8_fallback(), cuda_int8_reconstruct(), cuda_half_split(),
-             cuda_half_products(), cuda_half_split(PARTS=1), cuda_half_products_for("tf32")],
+             cuda_half_products(), cuda_half_split(HALF_SPLIT_PARTS["tf32"]), cuda_half_products_for("tf32")],
     "metal": [],
 }
 

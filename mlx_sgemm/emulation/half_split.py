@@ -60,7 +60,7 @@ MAX_SPAN = 38
 # significant bits (TF32 keeps 11), the smaller ones the absolute precision
 # above. (Keeping 11 bits for every entry would take spans up to 28, and
 # normal random matrices pass that: 4096 x 4096 of them span ~2^30.)
-PARTS = {"float32": 2, "tf32": 1}
+PARTS = specs.HALF_SPLIT_PARTS
 K_TILE = gpu.K_TILE // 2  # halves of K a tile row holds (128 bytes)
 SPLIT_BLOCK_LINES = 64  # lines a block of half_split.cu covers
 _CHOICE_TABLE = 20  # int8_choice.cu's table of bits per count of moduli
