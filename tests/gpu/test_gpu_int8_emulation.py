@@ -15,6 +15,7 @@ from mlx_sgemm.dispatch import device
 from mlx_sgemm.emulation import gpu, moduli, op, residue_gemm, scheme
 
 from ..conftest import GPU_BACKEND, requires_gpu
+from . import emulation_shapes
 
 pytestmark = [
     requires_gpu,
@@ -229,17 +230,9 @@ def test_inf_and_nan_land_where_mx_matmul_puts_them():
 
 
 @hopper
-@pytest.mark.parametrize("a_shape, b_shape", [
-    ((65,), (65, 33)), ((17, 65), (65,)), ((3, 17, 65), (65, 33)), ((2, 1, 9, 40), (3, 40, 7)),
-])
+@pytest.mark.parametrize("a_shape, b_shape", emulation_shapes.SHAPES)
 def test_shapes_like_mx_matmul(a_shape, b_shape):
-    rng = np.random.default_rng(5)
-    a = mx.array(rng.standard_normal(a_shape).astype(np.float32))
-    b = mx.array(rng.standard_normal(b_shape).astype(np.float32))
-    c = mlx_sgemm.int8_emulated(a, b, moduli=8)
-    ref = np.matmul(np.array(a).astype(np.float64), np.array(b).astype(np.float64))
-    assert c.shape == ref.shape and c.dtype == mx.float32
-    assert np.allclose(np.array(c), ref, rtol=1e-5, atol=1e-5)
+    emulation_shapes.assert_like_mx_matmul(lambda a, b: mlx_sgemm.int8_emulated(a, b, moduli=8), a_shape, b_shape)
 
 
 @hopper
