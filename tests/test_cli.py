@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -76,6 +77,14 @@ def test_newest_recorded_picks_latest_date(tmp_path):
         results.write_csv(fixture_rows(), tmp_path / f"bench-{date}.csv")
     assert results.newest_recorded([tmp_path]).name == "bench-2026-11-21.csv"
     assert results.newest_recorded([tmp_path / "none"]) is None
+
+
+def test_a_run_recorded_again_the_same_day_is_the_newer():
+    """Named as the first with a suffix ("-2", "-whole-lines"): later, though
+    "-" sorts before ".csv"."""
+    names = ["bench-2026-11-27-h100-whole-lines.csv", "bench-2026-11-27-h100.csv", "bench-2026-11-26-h100-x.csv"]
+    assert [p.name for p in sorted(map(Path, names), key=results.oldest_first)] == [
+        "bench-2026-11-26-h100-x.csv", "bench-2026-11-27-h100.csv", "bench-2026-11-27-h100-whole-lines.csv"]
 
 
 def test_tables_and_plots_from_recorded_data(tmp_path, monkeypatch, capsys):

@@ -1,4 +1,5 @@
 #include "sgemm/int8_tiles.cuh"
+#include "sgemm/params.cuh"
 // Chapter 7, the INT8 emulation's choice, made on the device: from every line's
 // statistics (int8_line_stats.cu, A's rows and B^T's rows), the bits a side and
 // the number of moduli, or why the product is not emulated: the rule of
@@ -28,12 +29,11 @@ const int K = params[2], target = params[3], max_bits = params[4], max_moduli = 
 const int* const bits_for = params + 6;
 const float* const stats_of[2] = {a_stats, b_stats};
 
-// A finite line's lost bits and span (0 and 0 for a line of zeros).
-auto line_bits = [&](int operand, int line, int& lost, int& span) {
-  const float* const stats = stats_of[operand];
-  const int lines = lines_of[operand];
-  const float top = stats[line], total = stats[lines + line], low = stats[2 * lines + line];
-  const int norm_exp = static_cast<int>(stats[3 * lines + line]);
+// A finite line's lost bits and span (0 and 0 for a line of zeros), from its
+// four statistics.
+auto line_bits = [&](const float (&read)[4], int& lost, int& span) {
+  const float top = read[0], total = read[1], low = read[2];
+  const int norm_exp = static_cast<int>(read[3]);
   int e;
   lost = span = 0;
   if (!(top > 0.0f)) return;
@@ -48,8 +48,11 @@ auto line_bits = [&](int operand, int line, int& lost, int& span) {
 };
 
 // Each operand's widest span and the first line that has it, in one pass:
-// the largest (span, -line) packed in 64 bits. (One block reads every line:
-// each pass is a chain of dependent loads per thread, ~1 us a step.)
+// the largest (span, -line) packed in 64 bits. One block reads every line: a
+// thread reads BATCH lines of each operand before it looks at any, so that
+// their loads wait for memory once, not once a line (a pass over 4096 + 4096
+// lines took 11 us as a chain of loads, a read's latency each).
+constexpr int BATCH = 4;
 auto widest_key = [](int span, int line) {
   return (static_cast<unsigned long long>(span) << 32) | static_cast<unsigned>(2147483647 - line);
 };
@@ -58,22 +61,46 @@ __shared__ unsigned long long widest[2];
 if (threadIdx.x == 0) non_finite = 0;
 if (threadIdx.x < 2) worst_lost[threadIdx.x] = 0, widest[threadIdx.x] = widest_key(0, 2147483647);
 __syncthreads();
-for (int operand = 0; operand < 2; ++operand) {
-  int lost_here = 0;
-  unsigned long long widest_here = widest_key(0, 2147483647);
-#pragma unroll 4  // several lines' loads in flight
-  for (int line = threadIdx.x; line < lines_of[operand]; line += blockDim.x) {
-    if (!sgemm::line_is_finite(stats_of[operand], line)) {
-      non_finite = 1;
-      continue;
+int lost_here[2] = {0, 0};
+unsigned long long widest_here[2] = {widest_key(0, 2147483647), widest_key(0, 2147483647)};
+const int most_lines = max(lines_of[0], lines_of[1]);
+for (int first = threadIdx.x; first < most_lines; first += BATCH * blockDim.x) {
+  float read[2][BATCH][4];
+#pragma unroll
+  for (int operand = 0; operand < 2; ++operand)
+#pragma unroll
+    for (int u = 0; u < BATCH; ++u) {
+      const int line = first + u * blockDim.x, lines = lines_of[operand];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) read[operand][u][q] = line < lines ? stats_of[operand][q * lines + line] : 0.0f;
     }
-    int lost, span;
-    line_bits(operand, line, lost, span);
-    lost_here = max(lost_here, lost);
-    widest_here = max(widest_here, widest_key(span, line));
+#pragma unroll
+  for (int operand = 0; operand < 2; ++operand)
+#pragma unroll
+    for (int u = 0; u < BATCH; ++u) {
+      const int line = first + u * blockDim.x;
+      if (line >= lines_of[operand]) continue;
+      if (!(fabsf(read[operand][u][0]) <= 3.4028235e38f)) {  // sgemm::line_is_finite
+        non_finite = 1;
+        continue;
+      }
+      int lost, span;
+      line_bits(read[operand][u], lost, span);
+      lost_here[operand] = max(lost_here[operand], lost);
+      widest_here[operand] = max(widest_here[operand], widest_key(span, line));
+    }
+}
+for (int operand = 0; operand < 2; ++operand) {
+  // A warp's largest first, then one shared atomic a warp: 1024 threads'
+  // atomics on one word (64-bit ones a compare-and-swap loop each) took most
+  // of the kernel's time.
+  int lost = __reduce_max_sync(0xffffffffu, lost_here[operand]);
+  unsigned long long key = widest_here[operand];
+  for (int offset = 16; offset >= 1; offset /= 2) key = max(key, __shfl_xor_sync(0xffffffffu, key, offset));
+  if (threadIdx.x % 32 == 0) {
+    atomicMax(&worst_lost[operand], lost);
+    atomicMax(&widest[operand], key);
   }
-  atomicMax(&worst_lost[operand], lost_here);
-  atomicMax(&widest[operand], widest_here);
 }
 __syncthreads();
 const int worst_span[2] = {static_cast<int>(widest[0] >> 32), static_cast<int>(widest[1] >> 32)};

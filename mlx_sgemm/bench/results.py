@@ -92,8 +92,11 @@ def run_date(path: Path) -> str | None:
 
 
 def oldest_first(path: Path) -> tuple[str, str]:
-    """Sort key of recorded runs: by the date in the name, then by the name."""
-    return run_date(path) or "", Path(path).name
+    """Sort key of recorded runs: by the date in the name, then by the name
+    without its extension, so that a run recorded again the same day, named
+    as the first with a suffix (``...-h100-whole-lines.csv`` after
+    ``...-h100.csv``), comes after it."""
+    return run_date(path) or "", Path(path).stem
 
 
 def newest_recorded(directories=_RECORDED_CANDIDATES, pattern: str = "bench-*.csv") -> Path | None:

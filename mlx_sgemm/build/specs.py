@@ -378,9 +378,10 @@ def cuda_int8_products(STAGES: int = 4, GROUP_M: int = 8) -> KernelSpec:
 
 def cuda_int8_choice() -> KernelSpec:
     """The moduli and bits from every line's statistics, or why not: one block
-    (kernels/cuda/int8_choice.cu)."""
+    of 1024 threads, 64 registers each (kernels/cuda/int8_choice.cu)."""
     return KernelSpec(
         "int8_choice", "cuda", "int8_choice.cu", (1024, 1, 1), 1, 1,
+        min_blocks=1,
         inputs=("a_stats", "b_stats", "params"), outputs=("choice",),
         input_dtypes=("float32", "float32", "int32"), output_dtypes=("int32",),
     )
@@ -425,14 +426,20 @@ HALF_SPLIT_TOP = 15
 HALF_SPLIT_PARTS = {"float32": 2, "tf32": 1}
 
 
+# The longest contiguous line half_split.cu reads whole (its statistics and
+# parts from one read): 256 threads of 4 chunks of 8 k, 32 floats a thread.
+HALF_SPLIT_WHOLE_K = 8192
+
+
 def cuda_half_split(PARTS: int = 2) -> KernelSpec:
     """One operand's lines scaled and rounded to float16 parts (2: big and
     small, float32 accuracy; 1: big, TF32 accuracy), in the products' swizzled
-    tiles (kernels/cuda/half_split.cu)."""
+    tiles, and their statistics (kernels/cuda/half_split.cu)."""
     return KernelSpec(
-        "half_split", "cuda", "half_split.cu", (256, 1, 1), 1, 8, (("TOP", HALF_SPLIT_TOP), ("PARTS", PARTS)),
-        inputs=("x", "stats", "params"), outputs=("parts",),
-        input_dtypes=("float32", "float32", "int32"), output_dtypes=("float16",),
+        "half_split", "cuda", "half_split.cu", (256, 1, 1), 1, 8,
+        (("TOP", HALF_SPLIT_TOP), ("PARTS", PARTS), ("WHOLE_K", HALF_SPLIT_WHOLE_K)),
+        inputs=("x", "stats", "params"), outputs=("parts", "stats_out"),
+        input_dtypes=("float32", "float32", "int32"), output_dtypes=("float16", "float32"),
     )
 
 

@@ -6,7 +6,7 @@ reading B and runs small_m, float32 FMAs at memory speed, in either precision
 (small_m_wide for up to 4 rows against 12288 columns and more).
 On Hopper GPUs, large float32 products (every side at least 2048, M N K at
 least 4096^3) run the float16 split (``fp16_emulated``, chapter 7), and
-large TF32 ones (M and N with a harmonic mean of at least 8192) its
+large TF32 ones (M and N with a harmonic mean of at least 5120) its
 one-part form; everything else runs the wgmma pipeline (tile_wgmma: 3xTF32
 for float32 accuracy, one pass for TF32) in blocks as tall as C needs (32, 64
 or 128 rows; 256 for TF32), with K split across threadgroups when the output
@@ -90,18 +90,19 @@ HALF_SPLIT = dataclasses.replace(specs.cuda_half_products_for("float32"), stage=
 # HALF_TF32_MIN_K and every side at least HALF_SPLIT_MIN_SIDE. Its statistics
 # and splits cost ~(M + N) K, the products M N K, so the harmonic mean of M
 # and N says which weighs more. H100, against cuBLAS TF32 and the one-pass
-# wgmma pipeline in one process (results/tf32-crossover-2026-11-27-h100.csv):
-# matmul 1.18x cuBLAS at 8192^3 (the pipeline 0.91x), 1.37x at
-# 8192x14336x4096 (the pipeline 1.09x); at 6144^3 the split called directly
-# is level with the pipeline (1.01x), at 8192x8192x2048 0.79x it, at 4096^3
-# 0.65x (its 0.22-0.24 ms of statistics, choice and splits weigh almost as
-# much as its 0.28 ms of products there): the pipeline stays.
+# wgmma pipeline in one process, the split compiled as matmul runs it, each
+# contiguous operand read once (results/tf32-crossover-2026-11-27-h100-whole-lines.csv
+# and two exploratory runs): 1.27x the pipeline at 6144^3, 1.40x at 8192^3,
+# 1.36x at 8192x4096x14336 (harmonic mean 5461); at 4096^3 level with it
+# (0.98x and 1.01-1.04x in two runs), where the pipeline stays: the bound lies
+# between the two, untimed. With K of 2048 it was 0.98x the pipeline
+# (8192x8192x2048, before the phases were made cheaper).
 HALF_SPLIT_TF32 = dataclasses.replace(specs.cuda_half_products_for("tf32"), stage="fp16_emulated_tf32")
 EMULATION_OPS = {EMULATED.stage: "int8_emulated", HALF_SPLIT.stage: "fp16_emulated",
                  HALF_SPLIT_TF32.stage: "fp16_emulated"}
 _EMULATION_PRECISIONS = {HALF_SPLIT_TF32.stage: "tf32"}  # the ops' precision= where not float32
 HALF_SPLIT_MIN_SIDE, HALF_SPLIT_MIN_CUBE = 2048, 4096
-HALF_TF32_MIN_HARMONIC, HALF_TF32_MIN_K = 8192, 4096
+HALF_TF32_MIN_HARMONIC, HALF_TF32_MIN_K = 5120, 4096
 
 
 def is_emulated(launch: Launch) -> bool:

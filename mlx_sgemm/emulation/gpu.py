@@ -63,21 +63,30 @@ def _int32(values) -> mx.array:
     return _int32_cached(tuple(int(v) for v in values))
 
 
-def _launch(spec, inputs, shape, dtype, threads, stream):
+def _launch_outputs(spec, inputs, outputs, threads, stream) -> list[mx.array]:
+    """The kernel of ``spec`` on ``threads`` threads (whole threadgroups);
+    ``outputs``: (shape, dtype) of each."""
     return registry.kernel(spec)(
-        inputs=inputs, output_shapes=[shape], output_dtypes=[dtype],
+        inputs=inputs, output_shapes=[shape for shape, _ in outputs],
+        output_dtypes=[dtype for _, dtype in outputs],
         grid=(-(-threads // spec.threadgroup[0]) * spec.threadgroup[0], 1, 1),
         threadgroup=spec.threadgroup, template=list(spec.template) or None, stream=stream,
-    )[0]
+    )
 
 
-def line_stats(x: mx.array, stream=None) -> mx.array:
+def _launch(spec, inputs, shape, dtype, threads, stream) -> mx.array:
+    return _launch_outputs(spec, inputs, [(shape, dtype)], threads, stream)[0]
+
+
+def line_stats(x: mx.array, stream=None, whole_k: int = 0) -> mx.array:
     """float32 [4, lines] for the rows of x (lines x K, any strides): largest
     magnitude (NaN or inf where the row holds one), sum of magnitudes, smallest
     nonzero magnitude (inf if none), norm exponent: scheme.line_extremes in one
-    pass (kernels/cuda/int8_line_stats.cu)."""
+    pass (kernels/cuda/int8_line_stats.cu). ``whole_k``: where x's rows turn
+    out contiguous on the device and K <= whole_k, nothing is written (the
+    float16 split reads such rows whole and takes their statistics itself)."""
     lines, k = x.shape
-    return _launch(specs.cuda_int8_line_stats(), [x, _int32([lines, k])], (4, lines), mx.float32,
+    return _launch(specs.cuda_int8_line_stats(), [x, _int32([lines, k, whole_k])], (4, lines), mx.float32,
                    32 * lines, stream)
 
 

@@ -62,19 +62,26 @@ MAX_SPAN = 38
 # normal random matrices pass that: 4096 x 4096 of them span ~2^30.)
 PARTS = specs.HALF_SPLIT_PARTS
 K_TILE = gpu.K_TILE // 2  # halves of K a tile row holds (128 bytes)
-SPLIT_BLOCK_LINES = 64  # lines a block of half_split.cu covers
+SPLIT_BLOCK_LINES = 64  # lines a block of half_split.cu covers (by tiles)
+WHOLE_K = specs.HALF_SPLIT_WHOLE_K  # the longest contiguous line half_split.cu reads whole
 _CHOICE_TABLE = 20  # int8_choice.cu's table of bits per count of moduli
 
 
-def _split(x: mx.array, stats: mx.array, per_tile: int, parts: int = 2, stream=None) -> mx.array:
+def _split(x: mx.array, stats: mx.array, per_tile: int, parts: int = 2,
+           stream=None) -> tuple[mx.array, mx.array]:
     """x's rows (lines x K, any strides) scaled and rounded to ``parts``
-    float16 parts (big, small), in swizzled tiles of ``per_tile`` rows, flat."""
+    float16 parts (big, small), in swizzled tiles of ``per_tile`` rows, flat;
+    and the rows' statistics: ``stats`` (gpu.line_stats with WHOLE_K), or,
+    for the rows the kernel read whole, its own."""
     lines, k = x.shape
     tiles, k_tiles = -(-lines // per_tile), max(1, -(-k // K_TILE))
     params = gpu._int32([lines, k, per_tile, tiles, k_tiles])
-    blocks = tiles * per_tile // SPLIT_BLOCK_LINES * k_tiles
-    return gpu._launch(specs.cuda_half_split(parts), [x, stats, params],
-                       (parts * tiles * per_tile * k_tiles * K_TILE,), mx.float16, blocks * 256, stream)
+    tile_blocks = tiles * per_tile // SPLIT_BLOCK_LINES * k_tiles
+    whole_line_blocks = tiles * per_tile
+    parts_shape = (parts * tiles * per_tile * k_tiles * K_TILE,)
+    return tuple(gpu._launch_outputs(
+        specs.cuda_half_split(parts), [x, stats, params], [(parts_shape, mx.float16), (stats.shape, mx.float32)],
+        max(tile_blocks, whole_line_blocks) * 256, stream))
 
 
 def choose(a_stats: mx.array, b_stats: mx.array, m: int, n: int, k: int, stream=None) -> mx.array:
@@ -107,11 +114,12 @@ def split_product(a: mx.array, b: mx.array, precision: str = "float32", stream=N
     if min(m, n, k) == 0:
         return mx.zeros((m, n), dtype=mx.float32, stream=stream)
     bt = b.T
-    a_stats, b_stats = gpu.line_stats(a, stream), gpu.line_stats(bt, stream)
-    choice = choose(a_stats, b_stats, m, n, k, stream)
     products = specs.cuda_half_products_for(precision)
-    ah = _split(a, a_stats, products.block_m, PARTS[precision], stream)
-    bh = _split(bt, b_stats, products.block_n, PARTS[precision], stream)
+    # Each operand's statistics, then its split, which takes them for lines
+    # it cannot read whole (and makes them for those it can).
+    ah, a_stats = _split(a, gpu.line_stats(a, stream, WHOLE_K), products.block_m, PARTS[precision], stream)
+    bh, b_stats = _split(bt, gpu.line_stats(bt, stream, WHOLE_K), products.block_n, PARTS[precision], stream)
+    choice = choose(a_stats, b_stats, m, n, k, stream)
     direct = gpu.fallback_product(a, b, choice, a_stats, b_stats, stream)
     return _products(ah, bh, a_stats, b_stats, choice, direct, m, n, k, products, stream)
 

@@ -99,8 +99,10 @@ def test_hopper_block_height_follows_the_rows_of_c(monkeypatch):
     ("float32", (2, 8192, 8192), (8192, 8192), False),  # a batch: the pipeline
     ("tf32", (8192, 8192), (8192, 8192), True), ("tf32", (8192, 4096), (4096, 14336), True),
     ("tf32", (16384, 4096), (4096, 16384), True),
-    ("tf32", (4096, 4096), (4096, 4096), False),  # 0.67x cuBLAS TF32: the statistics and splits weigh too much
-    ("tf32", (16384, 4096), (4096, 4096), False),  # harmonic mean of M and N 6554
+    ("tf32", (16384, 4096), (4096, 4096), True),  # harmonic mean of M and N 6554
+    ("tf32", (8192, 14336), (14336, 4096), True),  # 5461
+    ("tf32", (4096, 4096), (4096, 4096), False),  # level with the pipeline there
+    ("tf32", (2048, 4096), (4096, 14336), False),  # harmonic mean of M and N 3584
     ("tf32", (8192, 2048), (2048, 8192), False),  # K below HALF_TF32_MIN_K: level with the pipeline there
     ("tf32", (2, 8192, 8192), (8192, 8192), False),
 ])

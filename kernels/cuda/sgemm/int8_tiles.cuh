@@ -82,13 +82,17 @@ __device__ inline int line_shift(const float* stats, int lines, int line, int bi
 
 // The power of two that brings line `line`'s largest magnitude into
 // [2^(top-1), 2^top) (the float16 split, half_split.cu: top = 15, below
-// float16's largest finite value), or NON_FINITE_LINE; 0 for a line of zeros.
+// float16's largest finite value), or NON_FINITE_LINE; 0 for a line of zeros:
+// half_shift_of from its largest magnitude as the statistics store it.
 // mlx_sgemm.emulation.half_split.split_lines in numpy.
-__device__ inline int half_line_shift(const float* stats, int line, int top) {
-  if (!line_is_finite(stats, line)) return NON_FINITE_LINE;
+__device__ inline int half_shift_of(float largest, int top) {
+  if (!(fabsf(largest) <= 3.4028235e38f)) return NON_FINITE_LINE;
   int e;
-  frexpf(stats[line], &e);  // largest = m 2^e, m in [0.5, 1)
-  return stats[line] > 0.0f ? top - e : 0;
+  frexpf(largest, &e);  // largest = m 2^e, m in [0.5, 1)
+  return largest > 0.0f ? top - e : 0;
+}
+__device__ inline int half_line_shift(const float* stats, int line, int top) {
+  return half_shift_of(stats[line], top);
 }
 
 // A residue tile as the wgmma descriptor describes it (sgemm::wgmma_descriptor):
