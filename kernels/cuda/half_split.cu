@@ -40,8 +40,14 @@ const int lines = params[0], K = params[1], per_tile = params[2], tiles = params
 int8_t* const out = reinterpret_cast<int8_t*>(parts);
 
 // Chunk `chunk` (of 8 k, counted along the line) of `line`, scaled by 2^shift,
-// as its float16 parts into their tiles: 16 bytes a part.
+// as its float16 parts into their tiles: 16 bytes a part; zeros for a line
+// holding an Inf or NaN (shift NON_FINITE_LINE).
 auto write_chunk = [&](float (&v)[CHUNK], int line, int chunk, int shift) {
+  if (shift == sgemm::NON_FINITE_LINE) {
+#pragma unroll
+    for (int e = 0; e < CHUNK; ++e) v[e] = 0.0f;
+    shift = 0;
+  }
   sgemm::scale_by_power_of_two(v, shift);
   uint32_t parts_of[PARTS][4];  // [part][pair of halves]
 #pragma unroll
@@ -68,7 +74,7 @@ using Tiles = sgemm::LineBlock<LINES, K_TILE>;
 constexpr int STAGED_FLOATS = sizeof(Tiles::Staging) / sizeof(float);
 __shared__ __align__(16) float shared_floats[WHOLE_K > STAGED_FLOATS ? WHOLE_K : STAGED_FLOATS];
 
-if (x_strides[1] == 1 && K <= WHOLE_K) {
+if (sgemm::lines_read_whole(x_strides[1], K, WHOLE_K)) {
   const int line = blockIdx.x;
   if (line >= tiles * per_tile) return;
   const bool live = line < lines;
@@ -93,20 +99,13 @@ if (x_strides[1] == 1 && K <= WHOLE_K) {
   }
   sgemm::cp_async_commit();
   sgemm::cp_async_wait<0>();
-  auto read_chunk = [&](float (&v)[CHUNK], int chunk) {
-#pragma unroll
-    for (int q = 0; q < CHUNK / 4; ++q) {
-      const float4 f = reinterpret_cast<const float4*>(line_values + CHUNK * chunk)[q];
-      v[4 * q] = f.x, v[4 * q + 1] = f.y, v[4 * q + 2] = f.z, v[4 * q + 3] = f.w;
-    }
-  };
   sgemm::LineStats stats_here = sgemm::LineStats::empty();
 #pragma unroll
   for (int j = 0; j < CHUNKS_A_THREAD; ++j) {
     const int chunk = threadIdx.x + THREADS * j;
     if (chunk >= line_chunks) break;
     float v[CHUNK];
-    read_chunk(v, chunk);
+    sgemm::load_float4s(v, line_values + CHUNK * chunk);
 #pragma unroll
     for (int e = 0; e < CHUNK; ++e) stats_here.take(v[e]);  // the zeros past K change nothing
   }
@@ -126,9 +125,9 @@ if (x_strides[1] == 1 && K <= WHOLE_K) {
   for (int j = 0; j < CHUNKS_A_THREAD; ++j) {
     const int chunk = threadIdx.x + THREADS * j;
     if (chunk >= line_chunks) break;
-    float v[CHUNK] = {};
-    if (shift != sgemm::NON_FINITE_LINE) read_chunk(v, chunk);
-    write_chunk(v, line, chunk, shift == sgemm::NON_FINITE_LINE ? 0 : shift);
+    float v[CHUNK];
+    sgemm::load_float4s(v, line_values + CHUNK * chunk);
+    write_chunk(v, line, chunk, shift);
   }
   return;
 }
@@ -151,6 +150,6 @@ for (int j = threadIdx.x; j < CHUNKS; j += THREADS) {
   const int line = line0 + l;
   const int shift = line < lines ? sgemm::half_line_shift(stats, line, TOP) : 0;
   float v[CHUNK];
-  block.load(v, l, chunk, line < lines && shift != sgemm::NON_FINITE_LINE, staged);
-  write_chunk(v, line, k_tile * (K_TILE / CHUNK) + chunk, shift == sgemm::NON_FINITE_LINE ? 0 : shift);
+  block.load(v, l, chunk, line < lines, staged);
+  write_chunk(v, line, k_tile * (K_TILE / CHUNK) + chunk, shift);
 }

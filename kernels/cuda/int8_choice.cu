@@ -80,7 +80,7 @@ for (int first = threadIdx.x; first < most_lines; first += BATCH * blockDim.x) {
     for (int u = 0; u < BATCH; ++u) {
       const int line = first + u * blockDim.x;
       if (line >= lines_of[operand]) continue;
-      if (!(fabsf(read[operand][u][0]) <= 3.4028235e38f)) {  // sgemm::line_is_finite
+      if (!sgemm::largest_is_finite(read[operand][u][0])) {
         non_finite = 1;
         continue;
       }

@@ -19,7 +19,7 @@
 // most that, the kernel writes nothing.
 const int lines = params[0], K = params[1], whole_k = params[2];
 const int64_t line_stride = x_strides[0], k_stride = x_strides[1];
-if (k_stride == 1 && K <= whole_k) return;
+if (sgemm::lines_read_whole(k_stride, K, whole_k)) return;
 const bool across = line_stride == 1 && k_stride != 1;
 const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 const int line = blockIdx.x * 8 + (across ? threadIdx.x % 8 : warp);

@@ -47,10 +47,10 @@ enum ChoiceWord {
 // The steps sgemm::symmetric_residue takes to reduce a line value below 2^bits.
 __device__ inline int residue_steps(int bits) { return bits <= 29 ? 1 : 2; }
 
-// Whether a line holds an Inf or NaN: its largest magnitude is not finite.
-__device__ inline bool line_is_finite(const float* stats, int line) {
-  return fabsf(stats[line]) <= 3.4028235e38f;
-}
+// Whether a line holds no Inf or NaN: its largest magnitude, as the
+// statistics store it (NaN where it holds a NaN), is finite.
+__device__ inline bool largest_is_finite(float largest) { return fabsf(largest) <= 3.4028235e38f; }
+__device__ inline bool line_is_finite(const float* stats, int line) { return largest_is_finite(stats[line]); }
 
 // Whether the INT8 emulation's float32 fallback (tile_threads.cu built with
 // SGEMM_EMULATION_FALLBACK) computes the rows x cols tile at (row0, col0): the
@@ -86,7 +86,7 @@ __device__ inline int line_shift(const float* stats, int lines, int line, int bi
 // half_shift_of from its largest magnitude as the statistics store it.
 // mlx_sgemm.emulation.half_split.split_lines in numpy.
 __device__ inline int half_shift_of(float largest, int top) {
-  if (!(fabsf(largest) <= 3.4028235e38f)) return NON_FINITE_LINE;
+  if (!largest_is_finite(largest)) return NON_FINITE_LINE;
   int e;
   frexpf(largest, &e);  // largest = m 2^e, m in [0.5, 1)
   return largest > 0.0f ? top - e : 0;

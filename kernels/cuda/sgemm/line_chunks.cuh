@@ -11,6 +11,17 @@
 
 namespace sgemm {
 
+// N values (a multiple of 4) from 16-byte aligned memory, global or shared,
+// as float4s.
+template <int N>
+__device__ inline void load_float4s(float (&v)[N], const float* from) {
+#pragma unroll
+  for (int q = 0; q < N / 4; ++q) {
+    const float4 f = reinterpret_cast<const float4*>(from)[q];
+    v[4 * q] = f.x, v[4 * q + 1] = f.y, v[4 * q + 2] = f.z, v[4 * q + 3] = f.w;
+  }
+}
+
 template <int LINES, int K_TILE>
 struct LineBlock {
   // [k][line], padded a line: the staging writes meet no bank conflicts.
@@ -66,11 +77,7 @@ struct LineBlock {
 #pragma unroll
       for (int e = 0; e < CHUNK; ++e) v[e] = staged[CHUNK * chunk + e][l];
     } else if (k_stride == 1 && k0 + CHUNK <= K && reinterpret_cast<uintptr_t>(row + k0) % 16 == 0) {
-#pragma unroll
-      for (int q = 0; q < CHUNK / 4; ++q) {
-        const float4 f = reinterpret_cast<const float4*>(row + k0)[q];
-        v[4 * q] = f.x, v[4 * q + 1] = f.y, v[4 * q + 2] = f.z, v[4 * q + 3] = f.w;
-      }
+      load_float4s(v, row + k0);
     } else {
 #pragma unroll
       for (int e = 0; e < CHUNK; ++e) v[e] = k0 + e < K ? row[(k0 + e) * k_stride] : 0.0f;

@@ -12,6 +12,13 @@
 
 namespace sgemm {
 
+// Whether the float16 split (half_split.cu) reads x's lines whole and takes
+// their statistics itself: their k are contiguous and K is at most its
+// WHOLE_K. int8_line_stats.cu, given the same bound, then leaves them alone.
+__device__ inline bool lines_read_whole(int64_t k_stride, int K, int whole_k) {
+  return k_stride == 1 && K <= whole_k;
+}
+
 // Trivially constructible (it lives in shared memory too): start from empty().
 struct LineStats {
   float top, total, low;
