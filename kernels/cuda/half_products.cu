@@ -14,13 +14,16 @@
 // tensor cores across K as TF32's products are, one k-tile's products in
 // flight while the consumers wait for the next.
 //
-// Block: BM x BN = 128 x BN of C, 384 threads: a producer warpgroup whose one
-// thread keeps STAGES k-tiles (64 halves of K) of the parts in flight in a
-// ring of stages (sgemm::BulkRing), and two consumer warpgroups of 64 rows x
-// BN, m64nBNk16 products with both operands read from shared memory. (Three
-// consumers, 192 rows, would read fewer bytes a product from L2, but 512
-// threads leave ptxas 128 registers a thread: too few for m64n256's 128
-// accumulators.)
+// Block: BM x BN = 128 x BN tiles of C, 384 threads: a producer warpgroup
+// whose one thread keeps STAGES k-tiles (64 halves of K) of the parts in
+// flight in a ring of stages (sgemm::BulkRing), and two consumer warpgroups of
+// 64 rows x BN, m64nBNk16 products with both operands read from shared memory.
+// (Three consumers, 192 rows, would read fewer bytes a product from L2, but
+// 512 threads leave ptxas 128 registers a thread: too few for m64n256's 128
+// accumulators.) The grid has a block an SM (half_split.product_blocks), each
+// taking tiles blockIdx.x, + gridDim.x, ..: its ring runs on from one tile to
+// the next, so that the producer fetches a tile's first k-tiles while the
+// consumers unscale and store the last one's outputs.
 //
 // choice: whether the split carries the product (sgemm::ChoiceWord: one
 // "modulus", or none; int8_choice.cu with the split's rule). direct: the
@@ -39,67 +42,81 @@ extern __shared__ int4 smem_int4[];
 __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
 
 const int M = params[0], N = params[1], k_tiles = params[2];
-const int tiles_m = params[3], tiles_n = params[4];
+const int tiles_m = params[3], tiles_n = params[4], tiles = tiles_m * tiles_n;
 const int8_t* const a_parts = reinterpret_cast<const int8_t*>(ah);
 const int8_t* const b_parts = reinterpret_cast<const int8_t*>(bh);
-int row0, col0;
-sgemm::tile_origin<GROUP_M>(blockIdx.x, tiles_m, tiles_n, BM, BN, row0, col0);
 
 // No split (a line too wide for float16's range): the float32 fallback
 // computed every output, taken as it is.
 if (choice[sgemm::CHOICE_MODULI] == 0) {
-  for (int i = threadIdx.x; i < BM * BN; i += Ring::THREADS) {
-    const int row = row0 + i / BN, col = col0 + i % BN;
-    if (row < M && col < N) c[static_cast<int64_t>(row) * N + col] = direct[static_cast<int64_t>(row) * N + col];
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    int row0, col0;
+    sgemm::tile_origin<GROUP_M>(tile, tiles_m, tiles_n, BM, BN, row0, col0);
+    for (int i = threadIdx.x; i < BM * BN; i += Ring::THREADS) {
+      const int row = row0 + i / BN, col = col0 + i % BN;
+      if (row < M && col < N) c[static_cast<int64_t>(row) * N + col] = direct[static_cast<int64_t>(row) * N + col];
+    }
   }
   return;
 }
 
 const Ring ring(smem_int4, full, empty);
 
+// Step i of the ring: k-tile i % k_tiles of the block's (i / k_tiles)-th tile.
 const int warpgroup = threadIdx.x / 128;
 if (warpgroup == 0) {
   sgemm::registers_decrease<Ring::PRODUCER_REGISTERS>();
   if (threadIdx.x == 0) {
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      int8_t* const stage = ring.produce(kt);
-      for (int part = 0; part < PARTS; ++part) {
-        sgemm::bulk_copy(stage + part * A_BYTES,
-                         a_parts + sgemm::residue_tile_offset(part, row0 / BM, kt, tiles_m, k_tiles, BM), A_BYTES,
-                         ring.landed(kt));
-        sgemm::bulk_copy(stage + PARTS * A_BYTES + part * B_BYTES,
-                         b_parts + sgemm::residue_tile_offset(part, col0 / BN, kt, tiles_n, k_tiles, BN), B_BYTES,
-                         ring.landed(kt));
+    int i = 0;
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      int row0, col0;
+      sgemm::tile_origin<GROUP_M>(tile, tiles_m, tiles_n, BM, BN, row0, col0);
+      for (int kt = 0; kt < k_tiles; ++kt, ++i) {
+        int8_t* const stage = ring.produce(i);
+        for (int part = 0; part < PARTS; ++part) {
+          sgemm::bulk_copy(stage + part * A_BYTES,
+                           a_parts + sgemm::residue_tile_offset(part, row0 / BM, kt, tiles_m, k_tiles, BM), A_BYTES,
+                           ring.landed(i));
+          sgemm::bulk_copy(stage + PARTS * A_BYTES + part * B_BYTES,
+                           b_parts + sgemm::residue_tile_offset(part, col0 / BN, kt, tiles_n, k_tiles, BN), B_BYTES,
+                           ring.landed(i));
+        }
       }
     }
   }
-} else {
-  sgemm::registers_increase<Ring::CONSUMER_REGISTERS>();
-  const int tid = threadIdx.x % 128;
+  return;
+}
+sgemm::registers_increase<Ring::CONSUMER_REGISTERS>();
+const int tid = threadIdx.x % 128;
+const int a_offset = (warpgroup - 1) * 64 * sgemm::RESIDUE_K_TILE;  // this warpgroup's 64 rows in a stage
+auto issue = [&](float (&d)[ACC], const int8_t* a, const int8_t* b, bool accumulate) {
+#pragma unroll
+  for (int ks = 0; ks < K_STEPS; ++ks)
+    sgemm::wgmma_f16_ss<BN>(d, sgemm::wgmma_descriptor<sgemm::ResidueTile>(a + 32 * ks),
+                            sgemm::wgmma_descriptor<sgemm::ResidueTile>(b + 32 * ks), accumulate || ks > 0);
+};
+int first = 0;  // the ring's step of the tile's first k-tile
+for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, first += k_tiles) {
+  int row0, col0;
+  sgemm::tile_origin<GROUP_M>(tile, tiles_m, tiles_n, BM, BN, row0, col0);
   float acc[ACC];
 #pragma unroll
   for (int i = 0; i < ACC; ++i) acc[i] = 0.0f;
-  const int a_offset = (warpgroup - 1) * 64 * sgemm::RESIDUE_K_TILE;  // this warpgroup's 64 rows in a stage
-  auto issue = [&](float (&d)[ACC], const int8_t* a, const int8_t* b, bool accumulate) {
-#pragma unroll
-    for (int ks = 0; ks < K_STEPS; ++ks)
-      sgemm::wgmma_f16_ss<BN>(d, sgemm::wgmma_descriptor<sgemm::ResidueTile>(a + 32 * ks),
-                              sgemm::wgmma_descriptor<sgemm::ResidueTile>(b + 32 * ks), accumulate || ks > 0);
-  };
   if constexpr (PARTS == 1) {
     for (int kt = 0; kt < k_tiles; ++kt) {
-      const int8_t* const stage = ring.consume(kt);
+      const int8_t* const stage = ring.consume(first + kt);
       sgemm::wgmma_fence();
       issue(acc, stage + a_offset, stage + PARTS * A_BYTES, true);
       sgemm::wgmma_commit();
       sgemm::wgmma_wait<1>();  // k-tile kt - 1's products are done: its stage is free
-      if (tid == 0 && kt > 0) ring.release(kt - 1);
+      if (tid == 0 && kt > 0) ring.release(first + kt - 1);
     }
     sgemm::wgmma_wait<0>();
+    if (tid == 0) ring.release(first + k_tiles - 1);
   } else {
     float fresh[ACC];
     for (int kt = 0; kt < k_tiles; ++kt) {
-      const int8_t* const stage = ring.consume(kt);
+      const int8_t* const stage = ring.consume(first + kt);
       const int8_t* const a_big = stage + a_offset;
       const int8_t* const b_big = stage + PARTS * A_BYTES;
       const int8_t* const a_small = a_big + A_BYTES;
@@ -114,7 +131,7 @@ if (warpgroup == 0) {
       issue(fresh, a_big, b_big, true);
       sgemm::wgmma_commit();
       sgemm::wgmma_wait<0>();
-      if (tid == 0) ring.release(kt);
+      if (tid == 0) ring.release(first + kt);
 #pragma unroll
       for (int i = 0; i < ACC; ++i) acc[i] += fresh[i];
     }

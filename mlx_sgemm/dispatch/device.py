@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import functools
 
 import mlx.core as mx
@@ -78,6 +79,25 @@ def cuda_compute_capability() -> tuple[int, int] | None:
         return int(info["compute_capability_major"]), int(info["compute_capability_minor"])
     except (KeyError, TypeError, ValueError):  # an MLX that does not report it
         return None
+
+
+@functools.cache
+def cuda_multiprocessors() -> int | None:
+    """The streaming multiprocessors of the CUDA GPU MLX runs on (device 0,
+    as MLX's), from the CUDA driver; None without a GPU or a driver to ask.
+    Kernels that keep one block an SM busy over many tiles size their grid by it."""
+    if not mx.cuda.is_available():
+        return None
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    handle, count = ctypes.c_int(), ctypes.c_int()
+    _MULTIPROCESSOR_COUNT = 16  # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT (cuda.h)
+    if (driver.cuInit(0) != 0 or driver.cuDeviceGet(ctypes.byref(handle), 0) != 0
+            or driver.cuDeviceGetAttribute(ctypes.byref(count), _MULTIPROCESSOR_COUNT, handle) != 0):
+        return None
+    return count.value if count.value > 0 else None
 
 
 def has_wgmma() -> bool:

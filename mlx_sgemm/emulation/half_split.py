@@ -102,7 +102,15 @@ def _products(ah, bh, a_stats, b_stats, choice, direct, m: int, n: int, k: int, 
     tiles_m, tiles_n = -(-m // spec.block_m), -(-n // spec.block_n)
     params = gpu._int32([m, n, max(1, -(-k // K_TILE)), tiles_m, tiles_n])
     return gpu._launch(spec, [ah, bh, a_stats, b_stats, choice, direct, params], (m, n), mx.float32,
-                       tiles_m * tiles_n * spec.threadgroup[0], stream)
+                       product_blocks(tiles_m * tiles_n) * spec.threadgroup[0], stream)
+
+
+def product_blocks(tiles: int) -> int:
+    """half_products.cu's grid: a block an SM (its ring fills the SM's shared
+    memory), each taking every so many tiles, so that a block's producer
+    fetches its next tile while its consumers store the last; a block a tile
+    where the SMs are not known."""
+    return min(tiles, device.cuda_multiprocessors() or tiles)
 
 
 def split_product(a: mx.array, b: mx.array, precision: str = "float32", stream=None) -> mx.array:

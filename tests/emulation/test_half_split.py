@@ -101,3 +101,20 @@ def test_tf32_is_as_accurate_as_rounding_to_11_bits(k):
 def test_a_precision_other_than_float32_or_tf32_is_named():
     with pytest.raises(ValueError, match="precision"):
         mlx_sgemm.fp16_emulated(mx.zeros((3, 4)), mx.zeros((4, 5)), precision="float16", stream=mx.cpu)
+
+
+def test_the_products_take_a_block_an_sm_each_taking_several_tiles(monkeypatch):
+    from mlx_sgemm.dispatch import device
+
+    monkeypatch.setattr(device, "cuda_multiprocessors", lambda: 132)
+    assert half_split.product_blocks(512) == 132  # 4096^3: 32 x 16 tiles, 3 or 4 a block
+    assert half_split.product_blocks(100) == 100  # fewer tiles than SMs: a tile a block
+    monkeypatch.setattr(device, "cuda_multiprocessors", lambda: None)  # SMs unknown
+    assert half_split.product_blocks(512) == 512
+
+
+def test_the_sm_count_comes_from_the_driver_where_there_is_a_cuda_gpu():
+    from mlx_sgemm.dispatch import device
+
+    count = device.cuda_multiprocessors()
+    assert (count is None) if not mx.cuda.is_available() else count > 0
