@@ -81,11 +81,15 @@ def cuda_compute_capability() -> tuple[int, int] | None:
         return None
 
 
+_MULTIPROCESSOR_COUNT = 16  # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT (cuda.h)
+
+
 @functools.cache
 def cuda_multiprocessors() -> int | None:
-    """The streaming multiprocessors of the CUDA GPU MLX runs on (device 0,
-    as MLX's), from the CUDA driver; None without a GPU or a driver to ask.
-    Kernels that keep one block an SM busy over many tiles size their grid by it."""
+    """The streaming multiprocessors of CUDA device 0 (MLX's GPU unless told
+    otherwise), from the CUDA driver; None without a GPU or a driver to ask.
+    Kernels that keep a block an SM busy over many tiles size their grid by
+    it: a wrong count costs speed, never a result."""
     if not mx.cuda.is_available():
         return None
     try:
@@ -93,7 +97,6 @@ def cuda_multiprocessors() -> int | None:
     except OSError:
         return None
     handle, count = ctypes.c_int(), ctypes.c_int()
-    _MULTIPROCESSOR_COUNT = 16  # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT (cuda.h)
     if (driver.cuInit(0) != 0 or driver.cuDeviceGet(ctypes.byref(handle), 0) != 0
             or driver.cuDeviceGetAttribute(ctypes.byref(count), _MULTIPROCESSOR_COUNT, handle) != 0):
         return None
