@@ -19,7 +19,8 @@
 // flight in a ring of stages (sgemm::BulkRing), and two consumer warpgroups of
 // 64 rows x BN, m64nBNk16 products with both operands read from shared memory.
 // (Three consumers, 192 rows, would read fewer bytes a product from L2, but
-// 512 threads leave ptxas 128 registers a thread: too few for m64n256's 128
+// 512 threads leave ptxas 128 registers a thread for the whole kernel,
+// whatever setmaxnreg hands the consumers later: too few for m64n256's 128
 // accumulators.) The grid has a block an SM (half_split.product_blocks), each
 // taking tiles blockIdx.x, + gridDim.x, ..: its ring runs on from one tile to
 // the next, so that the producer fetches a tile's first k-tiles while the
