@@ -85,10 +85,16 @@ if (sgemm::lines_read_whole(x_strides[1], K, WHOLE_K)) {
   // registers (cp.async: all in flight at once, and the registers stay few,
   // which the tiles' way needs for its occupancy), read back by t alone.
   float* const line_values = shared_floats;
+  auto for_each_chunk = [&](auto&& f) {  // f(chunk) for each of this thread's chunks
 #pragma unroll
-  for (int j = 0; j < CHUNKS_A_THREAD; ++j) {
-    const int chunk = threadIdx.x + THREADS * j, k0 = CHUNK * chunk;
-    if (chunk >= line_chunks) break;
+    for (int j = 0; j < CHUNKS_A_THREAD; ++j) {
+      const int chunk = threadIdx.x + THREADS * j;
+      if (chunk >= line_chunks) break;
+      f(chunk);
+    }
+  };
+  for_each_chunk([&](int chunk) {
+    const int k0 = CHUNK * chunk;
     if (live && aligned && k0 + CHUNK <= K) {
 #pragma unroll
       for (int q = 0; q < CHUNK / 4; ++q) sgemm::cp_async<16>(line_values + k0 + 4 * q, row + k0 + 4 * q, 16);
@@ -96,19 +102,16 @@ if (sgemm::lines_read_whole(x_strides[1], K, WHOLE_K)) {
 #pragma unroll
       for (int e = 0; e < CHUNK; ++e) line_values[k0 + e] = live && k0 + e < K ? row[k0 + e] : 0.0f;
     }
-  }
+  });
   sgemm::cp_async_commit();
   sgemm::cp_async_wait<0>();
   sgemm::LineStats stats_here = sgemm::LineStats::empty();
-#pragma unroll
-  for (int j = 0; j < CHUNKS_A_THREAD; ++j) {
-    const int chunk = threadIdx.x + THREADS * j;
-    if (chunk >= line_chunks) break;
+  for_each_chunk([&](int chunk) {
     float v[CHUNK];
     sgemm::load_float4s(v, line_values + CHUNK * chunk);
 #pragma unroll
     for (int e = 0; e < CHUNK; ++e) stats_here.take(v[e]);  // the zeros past K change nothing
-  }
+  });
   // The line's statistics: each warp's, then thread 0 adds the 8 in order.
   __shared__ sgemm::LineStats of_warp[THREADS / 32];
   __shared__ int shift;
@@ -121,14 +124,11 @@ if (sgemm::lines_read_whole(x_strides[1], K, WHOLE_K)) {
     shift = live ? sgemm::half_shift_of(stats_here.largest(), TOP) : sgemm::NON_FINITE_LINE;
   }
   __syncthreads();
-#pragma unroll
-  for (int j = 0; j < CHUNKS_A_THREAD; ++j) {
-    const int chunk = threadIdx.x + THREADS * j;
-    if (chunk >= line_chunks) break;
+  for_each_chunk([&](int chunk) {
     float v[CHUNK];
     sgemm::load_float4s(v, line_values + CHUNK * chunk);
     write_chunk(v, line, chunk, shift);
-  }
+  });
   return;
 }
 

@@ -1,4 +1,5 @@
 #include "sgemm/int8_tiles.cuh"
+#include "sgemm/line_chunks.cuh"
 #include "sgemm/line_stats.cuh"
 // Chapter 7, the INT8 emulation's pre-pass: for each line of x (a lines x K
 // view, any strides: A's rows, or B^T's rows, i.e. B's columns) its
@@ -34,7 +35,7 @@ if (line_stride == 1 && k_stride != 1) {
 #pragma unroll
   for (int e = 0; e < 4; ++e) of_line[e] = sgemm::LineStats::empty();
   const float* const first = x + line0 + 4 * run;
-  if (line0 + ACROSS_LINES <= lines && k_stride % 4 == 0 && reinterpret_cast<uintptr_t>(x + line0) % 16 == 0) {
+  if (sgemm::runs_across_are_float4s(x, line0, ACROSS_LINES, lines, k_stride)) {
 #pragma unroll 8  // several loads in flight
     for (int k = phase; k < K; k += PHASES) {
       const float4 v = *reinterpret_cast<const float4*>(first + static_cast<int64_t>(k) * k_stride);

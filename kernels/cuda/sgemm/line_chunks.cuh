@@ -22,6 +22,13 @@ __device__ inline void load_float4s(float (&v)[N], const float* from) {
   }
 }
 
+// Where x's lines are contiguous and k is not: whether its n lines from line0
+// are all there and their values at each k one 16-byte aligned run, read as
+// float4s of 4 lines.
+__device__ inline bool runs_across_are_float4s(const float* x, int line0, int n, int lines, int64_t k_stride) {
+  return line0 + n <= lines && k_stride % 4 == 0 && reinterpret_cast<uintptr_t>(x + line0) % 16 == 0;
+}
+
 template <int LINES, int K_TILE>
 struct LineBlock {
   // [k][line], padded a line: the staging writes meet no bank conflicts.
@@ -44,7 +51,7 @@ struct LineBlock {
   __device__ void stage(Staging& staged) const {
     if (!across) return;
     const float* const first = x + line0;
-    if (line0 + LINES <= lines && k_stride % 4 == 0 && reinterpret_cast<uintptr_t>(first) % 16 == 0) {
+    if (runs_across_are_float4s(x, line0, LINES, lines, k_stride)) {
 #pragma unroll 8
       for (int i = threadIdx.x; i < K_TILE * LINES / 4; i += blockDim.x) {
         const int k = i / (LINES / 4), l = 4 * (i % (LINES / 4));
