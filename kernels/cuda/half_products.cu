@@ -1,4 +1,5 @@
 #include "sgemm/bulk_ring.cuh"
+#include "sgemm/dispatch.cuh"
 #include "sgemm/int8_tiles.cuh"
 #include "sgemm/producer_consumer.cuh"
 #include "sgemm/schedule.cuh"
@@ -6,7 +7,7 @@
 // The float16 split (mlx_sgemm/emulation/half_split.py), step 2: C from the
 // float16 parts of A's rows and B's columns (half_split.cu) on the float16
 // tensor cores (Hopper wgmma, f16 x f16 -> float32), unscaled by the lines'
-// powers of two (sgemm::half_line_shift with TOP, as the split scaled them).
+// powers of two (sgemm::half_shift_of with TOP, as the split scaled them).
 // PARTS = 2 (float32 accuracy): small x big + big x small + big x big (small x
 // small, ~2^-22 relative, left out), into a fresh accumulator per k-tile that
 // the FP32 units add to the running sum, since the tensor cores' adds round
@@ -41,6 +42,12 @@ constexpr int ACC = BN / 2;
 using Ring = sgemm::BulkRing<STAGES, STAGE_BYTES, 2>;
 extern __shared__ int4 smem_int4[];
 __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+// A tile's line shifts (its BM rows', then its BN columns'), for the epilogue,
+// in one of two buffers by the parity of the block's tile count.
+constexpr int SHIFTS = BM + BN, CONSUMER_THREADS = Ring::THREADS - 128;
+constexpr int SHIFTS_PER_THREAD = (SHIFTS + CONSUMER_THREADS - 1) / CONSUMER_THREADS, SHIFTS_BARRIER = 1;
+constexpr int PLAIN_SHIFT = 63;  // two such shifts make a normal power of two
+__shared__ __align__(8) int tile_shifts[2][SHIFTS];
 
 const int M = params[0], N = params[1], k_tiles = params[2];
 const int tiles_m = params[3], tiles_n = params[4], tiles = tiles_m * tiles_n;
@@ -97,9 +104,21 @@ auto issue = [&](float (&d)[ACC], const int8_t* a, const int8_t* b, bool accumul
                             sgemm::wgmma_descriptor<sgemm::ResidueTile>(b + 32 * ks), accumulate || ks > 0);
 };
 int first = 0;  // the ring's step of the tile's first k-tile
-for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, first += k_tiles) {
+for (int tile = blockIdx.x, count = 0; tile < tiles; tile += gridDim.x, first += k_tiles, ++count) {
   int row0, col0;
   sgemm::tile_origin<GROUP_M>(tile, tiles_m, tiles_n, BM, BN, row0, col0);
+  // The tile's lines' largest magnitudes, a few a thread, loaded now and used
+  // after the products (their latency hidden by them); the shifts then go to
+  // shared memory for every consumer. (Each thread reading its own 2 rows'
+  // and 64 columns' in the epilogue waited for one load after another: ~20
+  // us a tile on an H100, a quarter of the products' time at 4096^3.)
+  const int consumer_thread = threadIdx.x - 128;
+  float largest[SHIFTS_PER_THREAD];
+#pragma unroll
+  for (int r = 0; r < SHIFTS_PER_THREAD; ++r) {
+    const int i = consumer_thread + r * CONSUMER_THREADS;
+    largest[r] = i >= SHIFTS ? 0.0f : i < BM ? a_stats[min(row0 + i, M - 1)] : b_stats[min(col0 + i - BM, N - 1)];
+  }
   float acc[ACC];
 #pragma unroll
   for (int i = 0; i < ACC; ++i) acc[i] = 0.0f;
@@ -138,45 +157,73 @@ for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, first += k_tiles) {
     }
   }
 
+  int* const shifts = tile_shifts[count % 2];
+  bool plain_shifts = true;
+#pragma unroll
+  for (int r = 0; r < SHIFTS_PER_THREAD; ++r) {
+    const int i = consumer_thread + r * CONSUMER_THREADS;
+    if (i < SHIFTS) {
+      const int shift = sgemm::half_shift_of(largest[r], TOP);
+      shifts[i] = shift;
+      plain_shifts &= shift != sgemm::NON_FINITE_LINE && shift >= -PLAIN_SHIFT && shift <= PLAIN_SHIFT;
+    }
+  }
+  // Every shift of the tile written (and every consumer past the epilogue of
+  // tile count - 2, which read this buffer last). A plain tile lies whole
+  // inside C (N even: float2 stores), its shifts finite and within
+  // +-PLAIN_SHIFT, so that each output is one multiply by a normal power of
+  // two: its outputs are stored without a check (with the checks, the
+  // epilogue took ~8 us a tile on an H200, 30% of the products' time at
+  // 4096^3 with the shifts in shared memory).
+  const bool plain = sgemm::barrier_sync_and(SHIFTS_BARRIER, CONSUMER_THREADS, plain_shifts) &&
+                     row0 + BM <= M && col0 + BN <= N && N % 2 == 0;
+
   // acc[4j + e] is row 16 warp + g + 8 (e / 2), column 8j + 2t + e % 2 of the
-  // warpgroup's 64 x BN: each thread's 2 rows and 2 columns a j, their shifts
-  // worked out once.
+  // warpgroup's 64 x BN: each thread's 2 rows and 2 columns a j.
   const int lane = tid % 32, g = lane / 4, t = lane % 4;
   const int row_base = row0 + (warpgroup - 1) * 64 + (tid / 32) * 16 + g;
   int row_shift[2];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) row_shift[h] = sgemm::half_line_shift(a_stats, min(row_base + 8 * h, M - 1), TOP);
+  for (int h = 0; h < 2; ++h) row_shift[h] = shifts[row_base + 8 * h - row0];
+  auto store_outputs = [&](auto plain_tag) {
+    constexpr bool PLAIN = decltype(plain_tag)::value != 0;
 #pragma unroll
-  for (int j = 0; j < ACC / 4; ++j) {
-    const int col = col0 + 8 * j + 2 * t;
-    if (col >= N) continue;
-    int col_shift[2];
+    for (int j = 0; j < ACC / 4; ++j) {
+      const int col = col0 + 8 * j + 2 * t;
+      if (!PLAIN && col >= N) continue;
+      const int2 col_shift = *reinterpret_cast<const int2*>(shifts + BM + col - col0);
 #pragma unroll
-    for (int e = 0; e < 2; ++e) col_shift[e] = sgemm::half_line_shift(b_stats, min(col + e, N - 1), TOP);
+      for (int h = 0; h < 2; ++h) {
+        const int row = row_base + 8 * h;
+        if (!PLAIN && row >= M) continue;
+        float pair[2];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = row_base + 8 * h;
-      if (row >= M) continue;
-      float pair[2];
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        if (row_shift[h] == sgemm::NON_FINITE_LINE || col_shift[e] == sgemm::NON_FINITE_LINE) {
-          // A line holding an Inf or NaN (its parts are zeros): the fallback
-          // computed this output (its tiles alone), where mx.matmul puts them.
-          pair[e] = direct[static_cast<int64_t>(row) * N + min(col + e, N - 1)];
-          continue;
+        for (int e = 0; e < 2; ++e) {
+          const int shift = e == 0 ? col_shift.x : col_shift.y;
+          if (!PLAIN && (row_shift[h] == sgemm::NON_FINITE_LINE || shift == sgemm::NON_FINITE_LINE)) {
+            // A line holding an Inf or NaN (its parts are zeros): the fallback
+            // computed this output (its tiles alone), where mx.matmul puts them.
+            pair[e] = direct[static_cast<int64_t>(row) * N + min(col + e, N - 1)];
+            continue;
+          }
+          const int unscale = -(row_shift[h] + shift);
+          const float v = acc[4 * j + 2 * h + e];
+          pair[e] = PLAIN || (unscale >= -126 && unscale <= 127) ? v * __int_as_float((unscale + 127) << 23)
+                                                                  : ldexpf(v, unscale);
         }
-        const int unscale = -(row_shift[h] + col_shift[e]);
-        const float v = acc[4 * j + 2 * h + e];
-        pair[e] = unscale >= -126 && unscale <= 127 ? v * __int_as_float((unscale + 127) << 23) : ldexpf(v, unscale);
-      }
-      float* const c_row = c + static_cast<int64_t>(row) * N;
-      if (col + 1 < N && N % 2 == 0) {
-        *reinterpret_cast<float2*>(c_row + col) = make_float2(pair[0], pair[1]);
-      } else {
-        c_row[col] = pair[0];
-        if (col + 1 < N) c_row[col + 1] = pair[1];
+        float* const c_row = c + static_cast<int64_t>(row) * N;
+        if (PLAIN || (col + 1 < N && N % 2 == 0)) {
+          *reinterpret_cast<float2*>(c_row + col) = make_float2(pair[0], pair[1]);
+        } else {
+          c_row[col] = pair[0];
+          if (col + 1 < N) c_row[col + 1] = pair[1];
+        }
       }
     }
+  };
+  if (plain) {
+    store_outputs(sgemm::IntTag<1>{});
+  } else {
+    store_outputs(sgemm::IntTag<0>{});
   }
 }

@@ -14,6 +14,14 @@ __device__ inline void barrier_arrive(int id, int threads) {
 __device__ inline void barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
 }
+// barrier_sync that also returns whether `value` is true in every thread
+// counted (bar.red.and).
+__device__ inline bool barrier_sync_and(int id, int threads, bool value) {
+  int all;
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %3, 0;\nbar.red.and.pred p, %1, %2, p;\nselp.b32 %0, 1, 0, p;\n}\n"
+               : "=r"(all) : "r"(id), "r"(threads), "r"(static_cast<int>(value)) : "memory");
+  return all != 0;
+}
 
 // Hand registers between the warpgroups of a block (sm_90a): a warpgroup that
 // needs few gives some back, one that needs many takes them. Takes effect
