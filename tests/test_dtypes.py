@@ -149,10 +149,10 @@ def test_explain_says_which_operands_are_converted_on_load_and_which_cast(dtypes
     expected = {n: kernel_choice.AS_IS if d == F32 else kernel_choice.CONVERTED_ON_LOAD for n, d in zip("ab", dtypes)}
     assert small.conversions == expected
     cast = {n: kernel_choice.AS_IS if d == F32 else kernel_choice.CAST for n, d in zip("ab", dtypes)}
-    large = mlx_sgemm.explain((2048, 4096), (4096, 2048), backend="cuda", dtype=tuple(map(name, dtypes)))
+    large = mlx_sgemm.explain((1024, 4096), (4096, 2048), backend="cuda", dtype=tuple(map(name, dtypes)))
     assert large.kernel == "tile_wgmma"
     assert large.conversions == cast
-    # From 4096^3 the float16 split, which splits float32 operands: half ones are cast first.
+    # With every side 2048 or more the float16 split, which splits float32 operands: half ones are cast first.
     split = mlx_sgemm.explain((4096, 4096), (4096, 4096), backend="cuda", dtype=tuple(map(name, dtypes)))
     assert split.kernel == "fp16_emulated"
     assert split.conversions == cast

@@ -4,9 +4,9 @@ The choice follows measurements on an H200 (docs/performance-log.md). On CUDA a
 product of at most 8 rows (a token's activations against a weight) is bound by
 reading B and runs small_m, float32 FMAs at memory speed, in either precision
 (small_m_wide for up to 4 rows against 12288 columns and more).
-On Hopper GPUs, large float32 products (every side at least 2048, M N K at
-least 4096^3) run the float16 split (``fp16_emulated``, chapter 7), and
-large TF32 ones (M and N with a harmonic mean of at least 5120) its
+On Hopper GPUs, float32 products with every side at least 2048 run the
+float16 split (``fp16_emulated``, chapter 7), and large TF32 ones (M and N
+with a harmonic mean of at least 3072, M N K at least 4096 x 4096 x 2048) its
 one-part form; everything else runs the wgmma pipeline (tile_wgmma: 3xTF32
 for float32 accuracy, one pass for TF32) in blocks as tall as C needs (32, 64
 or 128 rows; 256 for TF32), with K split across threadgroups when the output
@@ -72,37 +72,35 @@ _WGMMA_ROWS = {"float32": (32, 64, 128), "tf32": (32, 64, 128, 256)}
 # a spec each (their products' kernel, for the name and the tile): ops and the
 # autotuner run the op of that name for it (EMULATION_OPS). On Hopper at
 # float32 the float16 split (fp16_emulated) is the choice for one product (no
-# batch) with every side at least HALF_SPLIT_MIN_SIDE and M N K at least
-# HALF_SPLIT_MIN_CUBE^3. H100, against the 3xTF32 wgmma pipeline and the INT8
-# emulation in the same process (benchmarks/emulation_crossover.py,
-# results/emulation-crossover-2026-11-27-h100.csv): 1.24x the pipeline at
-# 4096^3, 1.48-1.91x at 5120^3-8192^3, 1.30-1.80x on the LLM shapes with one
-# side of 2048 or more and M N K >= 4096^3; 0.92x at 3072^3, 0.51x at 2048^3
-# (its statistics, splits, choice and fallback's launch, ~0.3 ms at 4096^3,
-# weigh more there). The INT8 emulation was slower than the split on every
-# shape timed (the split 1.24-2.05x faster), so no rule picks it; the
-# autotuner still tries both.
+# batch) with every side at least HALF_SPLIT_MIN_SIDE. H200, the split
+# compiled as matmul runs it against the 3xTF32 wgmma pipeline in one process
+# (docs/performance-log.md, "The products' epilogues: shifts read once,
+# stores without checks"): 1.26x the pipeline at 2048^3, 1.85x at 3072^3,
+# 1.82x at 2048x4096x4096, 1.84-2.26x on the LLM shapes and 1.99x at 4096^3.
+# Below a side of 2048 it is untimed. The INT8 emulation was slower than the
+# split on every shape timed (H100, results/emulation-crossover-2026-11-27-h100.csv:
+# the split 1.24-2.05x faster), so no rule picks it; the autotuner still
+# tries both.
 EMULATED = dataclasses.replace(specs.cuda_int8_products(), stage="int8_emulated")
 HALF_SPLIT = dataclasses.replace(specs.cuda_half_products_for("float32"), stage="fp16_emulated")
 # At TF32 the split keeps one float16 part (one product, at float16's rate,
 # twice TF32's): it takes products whose M and N have a harmonic mean
 # 2 M N / (M + N) of at least HALF_TF32_MIN_HARMONIC, K at least
-# HALF_TF32_MIN_K and every side at least HALF_SPLIT_MIN_SIDE. Its statistics
-# and splits cost ~(M + N) K, the products M N K, so the harmonic mean of M
-# and N says which weighs more. H100, against cuBLAS TF32 and the one-pass
-# wgmma pipeline in one process, the split compiled as matmul runs it, each
-# contiguous operand read once (results/tf32-crossover-2026-11-27-h100-whole-lines.csv
-# and two exploratory runs): 1.27x the pipeline at 6144^3, 1.40x at 8192^3,
-# 1.36x at 8192x4096x14336 (harmonic mean 5461); at 4096^3 level with it
-# (0.98x and 1.01-1.04x in two runs), where the pipeline stays: the bound lies
-# between the two, untimed. With K of 2048 it was 0.98x the pipeline
-# (8192x8192x2048, before the phases were made cheaper).
+# HALF_TF32_MIN_K, M N K at least HALF_TF32_MIN_VOLUME and every side at least
+# HALF_SPLIT_MIN_SIDE. Its statistics and splits cost ~(M + N) K, the
+# products M N K, so the harmonic mean of M and N says which weighs more.
+# H200, against the one-pass wgmma pipeline in one process (the same entry):
+# 1.24x the pipeline at 4096^3, 1.35x at 8192x8192x2048, 1.04x at
+# 4096x4096x2048, 1.10x at 2048x14336x4096 (harmonic mean 3584), 1.15x at
+# 3072x3072x8192; level at 3072^3 (0.98x) and 2048x4096x14336 (1.00x, harmonic
+# mean 2731); 0.97x at 2048x4096x4096 and 0.78x at 2048^3, where the
+# pipeline stays.
 HALF_SPLIT_TF32 = dataclasses.replace(specs.cuda_half_products_for("tf32"), stage="fp16_emulated_tf32")
 EMULATION_OPS = {EMULATED.stage: "int8_emulated", HALF_SPLIT.stage: "fp16_emulated",
                  HALF_SPLIT_TF32.stage: "fp16_emulated"}
 _EMULATION_PRECISIONS = {HALF_SPLIT_TF32.stage: "tf32"}  # the ops' precision= where not float32
-HALF_SPLIT_MIN_SIDE, HALF_SPLIT_MIN_CUBE = 2048, 4096
-HALF_TF32_MIN_HARMONIC, HALF_TF32_MIN_K = 5120, 4096
+HALF_SPLIT_MIN_SIDE = 2048
+HALF_TF32_MIN_HARMONIC, HALF_TF32_MIN_K, HALF_TF32_MIN_VOLUME = 3072, 2048, 4096 * 4096 * 2048
 
 
 def is_emulated(launch: Launch) -> bool:
@@ -131,8 +129,9 @@ def _half_split_serves(precision: str, p: Plan) -> bool:
     if p.batch != 1 or min(p.M, p.N, p.K) < HALF_SPLIT_MIN_SIDE:
         return False
     if precision == "tf32":
-        return 2 * p.M * p.N >= HALF_TF32_MIN_HARMONIC * (p.M + p.N) and p.K >= HALF_TF32_MIN_K
-    return p.M * p.N * p.K >= HALF_SPLIT_MIN_CUBE**3
+        return (2 * p.M * p.N >= HALF_TF32_MIN_HARMONIC * (p.M + p.N) and p.K >= HALF_TF32_MIN_K
+                and p.M * p.N * p.K >= HALF_TF32_MIN_VOLUME)
+    return True
 
 
 SMALL_M = 8  # rows of C up to which the product is memory-bound (small_m)
@@ -228,14 +227,13 @@ def choose_with_rule(
         if device.has_wgmma() if wgmma is None else wgmma:
             if precision == "float32" and p is not None and _half_split_serves(precision, p):
                 return HALF_SPLIT, (
-                    f"Hopper, float32, one product with M, N and K >= {HALF_SPLIT_MIN_SIDE} and MNK >= "
-                    f"{HALF_SPLIT_MIN_CUBE}^3: the float16 split (chapter 7), faster there than the 3xTF32 "
-                    "wgmma pipeline and the INT8 emulation")
+                    f"Hopper, float32, one product with M, N and K >= {HALF_SPLIT_MIN_SIDE}: the float16 split "
+                    "(chapter 7), faster there than the 3xTF32 wgmma pipeline and the INT8 emulation")
             if precision == "tf32" and p is not None and _half_split_serves(precision, p):
                 return HALF_SPLIT_TF32, (
-                    f"Hopper, TF32, one product with K >= {HALF_TF32_MIN_K} and 2MN / (M + N) >= "
-                    f"{HALF_TF32_MIN_HARMONIC}: the float16 split with one part (chapter 7), faster there "
-                    "than the one-pass wgmma pipeline")
+                    f"Hopper, TF32, one product with K >= {HALF_TF32_MIN_K}, 2MN / (M + N) >= "
+                    f"{HALF_TF32_MIN_HARMONIC} and MNK >= {HALF_TF32_MIN_VOLUME}: the float16 split with one part "
+                    "(chapter 7), faster there than the one-pass wgmma pipeline")
             spec = _hopper(precision, 128 if p is None else p.M)
             return spec, (
                 f"Hopper: the wgmma pipeline ({'one TF32 pass' if precision == 'tf32' else '3xTF32'}), "

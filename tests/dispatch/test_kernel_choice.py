@@ -94,16 +94,18 @@ def test_hopper_block_height_follows_the_rows_of_c(monkeypatch):
     ("float32", (8192, 4096), (4096, 14336), True), ("float32", (16384, 4096), (4096, 4096), True),
     ("float32", (2048, 4096), (4096, 14336), True), ("float32", (8192, 2048), (2048, 8192), True),
     ("float32", (8192, 140000), (140000, 8192), True),  # no integer bound on K: float32 sums
-    ("float32", (3072, 3072), (3072, 3072), False),  # 0.87x the wgmma pipeline there
-    ("float32", (2048, 2048), (2048, 2048), False), ("float32", (1024, 8192), (8192, 8192), False),
+    ("float32", (3072, 3072), (3072, 3072), True), ("float32", (2048, 2048), (2048, 2048), True),
+    ("float32", (1024, 8192), (8192, 8192), False),  # a side below HALF_SPLIT_MIN_SIDE: untimed
     ("float32", (2, 8192, 8192), (8192, 8192), False),  # a batch: the pipeline
     ("tf32", (8192, 8192), (8192, 8192), True), ("tf32", (8192, 4096), (4096, 14336), True),
-    ("tf32", (16384, 4096), (4096, 16384), True),
-    ("tf32", (16384, 4096), (4096, 4096), True),  # harmonic mean of M and N 6554
-    ("tf32", (8192, 14336), (14336, 4096), True),  # 5461
-    ("tf32", (4096, 4096), (4096, 4096), False),  # level with the pipeline there
-    ("tf32", (2048, 4096), (4096, 14336), False),  # harmonic mean of M and N 3584
-    ("tf32", (8192, 2048), (2048, 8192), False),  # K below HALF_TF32_MIN_K: level with the pipeline there
+    ("tf32", (16384, 4096), (4096, 16384), True), ("tf32", (4096, 4096), (4096, 4096), True),
+    ("tf32", (8192, 2048), (2048, 8192), True),  # K of 2048
+    ("tf32", (2048, 4096), (4096, 14336), True),  # harmonic mean of M and N 3584
+    ("tf32", (4096, 2048), (2048, 4096), True),  # M N K = HALF_TF32_MIN_VOLUME
+    ("tf32", (3072, 3072), (3072, 3072), False),  # below HALF_TF32_MIN_VOLUME: level with the pipeline
+    ("tf32", (2048, 14336), (14336, 4096), False),  # harmonic mean 2731: level with it
+    ("tf32", (2048, 4096), (4096, 4096), False), ("tf32", (2048, 2048), (2048, 2048), False),
+    ("tf32", (8192, 1024), (1024, 8192), False),  # K below HALF_TF32_MIN_K
     ("tf32", (2, 8192, 8192), (8192, 8192), False),
 ])
 def test_hopper_takes_the_float16_split_for_big_products(precision, a_shape, b_shape, split):
