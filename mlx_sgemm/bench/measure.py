@@ -60,7 +60,7 @@ class Measurement:
     x_matmul: float | None  # our speed over mx.matmul's at the same precision
     error: float | None  # ||C - ref||_F / || |A||B| ||_F, ref in float64
     # Columns recorded runs before these lack (results.read_csv fills them in):
-    peak_kind: str | None = None  # whose peak pct_peak is of: FP32, TF32 or 3xTF32 (bench.peaks.units)
+    peak_kind: str | None = None  # whose peak pct_peak is of: FP32, TF32, 3xTF32, FP16 or 3xFP16 (bench.peaks.units)
     spread: float | None = None  # (slowest - fastest round) / median round (bench.timing.spread)
     mlx_sgemm_version: str | None = None
     commit: str | None = None  # the checkout's commit, "-dirty" with changes; "" outside git
@@ -208,7 +208,7 @@ def measure(
 
     def record(m, n, k, kernel, precision, seconds, err, spread, baseline):
         rate = timing.gflops(m, n, k, seconds)
-        row = dict(backend=backend, kernel=kernel, precision=precision)
+        row = dict(backend=backend, kernel=kernel, precision=precision, device=name, M=m, N=n, K=k)
         results.append(Measurement(
             name, version, date, backend, kernel, precision, m, n, k, seconds, rate,
             peaks.pct_of_units_peak(row, rate, peak), baseline / seconds, err,

@@ -14,7 +14,7 @@ committed outputs are the recorded run's whatever machine builds them.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..dispatch import device
@@ -88,7 +88,7 @@ def mode_text(run: sweep.Run) -> str:
 
 def _peak(run: sweep.Run) -> peaks.DevicePeak:
     found = peaks.lookup(run.rows[0]["device"])
-    return peaks.DevicePeak(run.peak_gflops, run.bandwidth_gbs, found.source, found.tf32_gflops)
+    return replace(found, fp32_gflops=run.peak_gflops, bandwidth_gbs=run.bandwidth_gbs)
 
 
 def _rows(run: sweep.Run, kernels) -> list[dict]:

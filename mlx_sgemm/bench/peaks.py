@@ -4,9 +4,12 @@ is measured against.
 Used for the "% of peak" column and the roofline. Rates are GFLOP/s and
 bandwidths GB/s, from the vendors' datasheets: the FP32 (FFMA) rate, and on
 NVIDIA GPUs the dense TF32 tensor-core rate and, where listed, the dense INT8
-tensor-core rate in GOPS (what the INT8 emulation's products run on). A row's percentage is of the peak
-of the units its kernel runs on (:func:`units`): FP32 FFMA, TF32, or TF32 / 3
-for 3xTF32, which spends three TF32 products per float32 product. For Apple
+tensor-core rate in GOPS (what the INT8 emulation's products run on), and the
+dense FP16 rate (FP32 accumulation: the float16 split's products). A row's
+percentage is of the peak of the units its kernel runs on (:func:`units`): FP32
+FFMA, TF32, or TF32 / 3 for 3xTF32, which spends three TF32 products per
+float32 product; where ``matmul`` runs the float16 split, FP16, or FP16 / 3 for
+its three float16 products per float32 product (3xFP16). For Apple
 GPUs the rate is GPU cores x 128 FP32 lanes x 2 FLOP x clock, as the M2 SGEMM
 journey and the M1 Pro matmul tutorial count it (an 8-core M2 at 1.398 GHz:
 2.86 TFLOP/s); their simdgroup matrices run at that rate. An unknown device has
@@ -27,30 +30,33 @@ class DevicePeak:
     source: str
     tf32_gflops: float | None = None  # dense TF32 tensor cores (NVIDIA)
     int8_gops: float | None = None  # dense INT8 tensor cores (NVIDIA), integer GOPS
+    fp16_gflops: float | None = None  # dense FP16 tensor cores, FP32 accumulation (NVIDIA)
 
 
 # (pattern on the device name, FP32 GFLOP/s, GB/s, dense TF32 GFLOP/s, dense
-# INT8 GOPS). First match wins, so the more specific names come first. The INT8
-# rates are the datasheets' dense figures (they also print twice as much "with
-# sparsity", which a dense product cannot use): H100 SXM and H200 1979 TOPS,
-# H100 PCIe 1513, A100 624. None where not listed: the INT8 emulation runs on
-# Hopper GPUs only.
+# INT8 GOPS, dense FP16 GFLOP/s). First match wins, so the more specific names
+# come first. The INT8 and FP16 rates are the datasheets' dense figures (they
+# also print twice as much "with sparsity", which a dense product cannot use):
+# INT8 H100 SXM and H200 1979 TOPS, H100 PCIe 1513, A100 624; FP16 989.5, 756.5
+# and 312 TFLOP/s. None where not listed: the emulations run on Hopper GPUs only.
 NVIDIA = (
-    (r"H200", 67_000, 4_800, 494_700, 1_979_000),
-    (r"H100.*PCIe", 51_200, 2_000, 378_000, 1_513_000),
-    (r"H100", 67_000, 3_350, 494_700, 1_979_000),
-    (r"A100.*80GB", 19_500, 2_039, 156_000, 624_000),
-    (r"A100", 19_500, 1_555, 156_000, 624_000),
-    (r"RTX 4090", 82_600, 1_008, 82_600, None),
-    (r"RTX 3090", 35_600, 936, 35_600, None),
-    (r"RTX A6000", 38_700, 768, 77_400, None),
-    (r"L40S", 91_600, 864, 183_000, None),
+    (r"H200", 67_000, 4_800, 494_700, 1_979_000, 989_500),
+    (r"H100.*PCIe", 51_200, 2_000, 378_000, 1_513_000, 756_500),
+    (r"H100", 67_000, 3_350, 494_700, 1_979_000, 989_500),
+    (r"A100.*80GB", 19_500, 2_039, 156_000, 624_000, 312_000),
+    (r"A100", 19_500, 1_555, 156_000, 624_000, 312_000),
+    (r"RTX 4090", 82_600, 1_008, 82_600, None, None),
+    (r"RTX 3090", 35_600, 936, 35_600, None, None),
+    (r"RTX A6000", 38_700, 768, 77_400, None, None),
+    (r"L40S", 91_600, 864, 183_000, None, None),
 )
 
 # The units each kernel's products run on, on CUDA (on Metal every kernel runs
 # at the FP32 rate). matmul's float32 kernel at the benchmark's square sizes is
 # 3xTF32 on tensor cores; its few-row kernels are FP32 FMAs, but bound by memory.
-FP32, TF32, THREE_TF32 = "FP32", "TF32", "3xTF32"
+FP32, TF32, THREE_TF32, FP16, THREE_FP16 = "FP32", "TF32", "3xTF32", "FP16", "3xFP16"
+# The GPUs on which matmul runs the float16 split where kernel_choice's rule takes it (wgmma).
+_HOPPER = re.compile(r"H100|H200")
 _CUDA_FLOAT32_UNITS = {"tile_simdgroup": THREE_TF32, "tile_async": THREE_TF32, "matmul": THREE_TF32}
 
 # Apple families: (chip, GPU clock GHz, {GPU cores: bandwidth GB/s}).
@@ -84,10 +90,10 @@ def apple_peak(chip: str, gpu_cores: int) -> DevicePeak:
 
 def lookup(device_name: str, gpu_cores: int | None = None) -> DevicePeak:
     """The peaks of a device by the name MLX reports (and, on Apple, core count)."""
-    for pattern, gflops, gbs, tf32, int8 in NVIDIA:
+    for pattern, gflops, gbs, tf32, int8, fp16 in NVIDIA:
         if re.search(pattern, device_name):
             return DevicePeak(float(gflops), float(gbs), f"{pattern} datasheet", float(tf32),
-                              float(int8) if int8 else None)
+                              float(int8) if int8 else None, float(fp16) if fp16 else None)
     for chip, _, _ in APPLE:
         if re.search(rf"\b{re.escape(chip)}\b", device_name):
             if gpu_cores:
@@ -96,26 +102,43 @@ def lookup(device_name: str, gpu_cores: int | None = None) -> DevicePeak:
     return DevicePeak(None, None, "peak unknown")
 
 
-def units(row: dict) -> str:
-    """FP32, TF32 or 3xTF32: what the row's kernel multiplies on."""
+def units(row: dict, split: bool = True) -> str:
+    """FP32, TF32, 3xTF32, FP16 or 3xFP16: what the row's kernel multiplies on.
+    ``matmul`` on a Hopper GPU runs the float16 split where kernel_choice's
+    rule takes it, if the row gives its device and M, N, K; ``split=False``
+    for rows recorded before the split existed."""
     if row["backend"] != "cuda":
         return FP32
+    if split and row["kernel"] == "matmul" and _runs_the_split(row):
+        return FP16 if row["precision"] == "tf32" else THREE_FP16
     if row["precision"] == "tf32":
         return TF32
     return _CUDA_FLOAT32_UNITS.get(row["kernel"], FP32)
 
 
-def units_peak(row: dict, peak: DevicePeak) -> float | None:
-    """The peak GFLOP/s of the units the row's kernel runs on, if known."""
-    kind = units(row)
+def _runs_the_split(row: dict) -> bool:
+    if row.get("M") is None or not _HOPPER.search(row.get("device") or ""):
+        return False
+    from ..dispatch import kernel_choice
+    from ..dispatch.problem import plan
+
+    m, n, k = (int(row[d]) for d in "MNK")
+    return kernel_choice.half_split_serves(row["precision"], plan((m, k), (k, n)))
+
+
+def units_peak(row: dict, peak: DevicePeak, split: bool = True) -> float | None:
+    """The peak GFLOP/s of the units the row's kernel runs on (its recorded
+    ``peak_kind`` where it has one, else :func:`units`), if known."""
+    kind = row.get("peak_kind") or units(row, split)
     if kind == FP32:
         return peak.fp32_gflops
-    if peak.tf32_gflops is None:
+    rate = peak.fp16_gflops if kind in (FP16, THREE_FP16) else peak.tf32_gflops
+    if rate is None:
         return None
-    return peak.tf32_gflops / 3 if kind == THREE_TF32 else peak.tf32_gflops
+    return rate / 3 if kind in (THREE_TF32, THREE_FP16) else rate
 
 
-def pct_of_units_peak(row: dict, gflops: float, peak: DevicePeak) -> float | None:
+def pct_of_units_peak(row: dict, gflops: float, peak: DevicePeak, split: bool = True) -> float | None:
     """``gflops`` as a percentage of :func:`units_peak`, or None where that is unknown."""
-    rate = units_peak(row, peak)
+    rate = units_peak(row, peak, split)
     return 100 * gflops / rate if rate else None

@@ -36,7 +36,8 @@ def table(rows: list[dict]) -> str:
 
 FOOTNOTE = (
     "% of its units' peak: of the FP32 (FFMA) rate, the TF32 tensor-core rate, or a third of it for "
-    "3xTF32 (three TF32 products per float32 product). Spread: half the range of the 3 rounds' "
+    "3xTF32 (three TF32 products per float32 product); where matmul runs the float16 split, of the "
+    "FP16 tensor-core rate, or a third of it for 3xFP16. Spread: half the range of the 3 rounds' "
     "medians, as a share of the median; a ratio within the spreads is noise."
 )
 

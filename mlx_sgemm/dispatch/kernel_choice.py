@@ -123,7 +123,7 @@ def _emulation_runs(p: Plan) -> bool:
     return p.batch == 1 and p.K <= INT32_EXACT_K
 
 
-def _half_split_serves(precision: str, p: Plan) -> bool:
+def half_split_serves(precision: str, p: Plan) -> bool:
     """Whether the rule picks the float16 split for ``p`` at ``precision``
     (where it was measured faster)."""
     if p.batch != 1 or min(p.M, p.N, p.K) < HALF_SPLIT_MIN_SIDE:
@@ -225,11 +225,11 @@ def choose_with_rule(
             return specs.spec("small_m", backend), (
                 f"M <= {SMALL_M} rows: bound by reading B; float32 FMAs at memory speed, in either precision")
         if device.has_wgmma() if wgmma is None else wgmma:
-            if precision == "float32" and p is not None and _half_split_serves(precision, p):
+            if precision == "float32" and p is not None and half_split_serves(precision, p):
                 return HALF_SPLIT, (
                     f"Hopper, float32, one product with M, N and K >= {HALF_SPLIT_MIN_SIDE}: the float16 split "
                     "(chapter 7), faster there than the 3xTF32 wgmma pipeline and the INT8 emulation")
-            if precision == "tf32" and p is not None and _half_split_serves(precision, p):
+            if precision == "tf32" and p is not None and half_split_serves(precision, p):
                 return HALF_SPLIT_TF32, (
                     f"Hopper, TF32, one product with K >= {HALF_TF32_MIN_K}, 2MN / (M + N) >= "
                     f"{HALF_TF32_MIN_HARMONIC} and MNK >= {HALF_TF32_MIN_VOLUME}: the float16 split with one part "

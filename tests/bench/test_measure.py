@@ -30,7 +30,8 @@ def test_every_kernel_gets_a_row_and_its_ratio_to_the_baseline_beside_it():
             assert row.error is not None and row.error < 1e-5
     assert len(results) == 3 * len(SHAPES)
     assert all(r.spread is not None and r.spread >= 0 for r in results)
-    assert all(r.peak_kind == peaks.units(dict(backend=r.backend, kernel=r.kernel, precision=r.precision))
+    assert all(r.peak_kind == peaks.units(dict(backend=r.backend, kernel=r.kernel, precision=r.precision,
+                                               device=r.device, M=r.M, N=r.N, K=r.K))
                for r in results)
     import mlx_sgemm
 
@@ -52,6 +53,21 @@ def test_each_row_is_measured_against_its_units_peak(backend, kernel, precision,
     h100 = peaks.lookup("NVIDIA H100 80GB HBM3")
     assert peaks.units(row) == kind
     assert peaks.units_peak(row, h100) == pytest.approx(peak)
+
+
+@pytest.mark.parametrize("device, precision, size, kind, peak", [
+    ("NVIDIA H100 80GB HBM3", "float32", 4096, "3xFP16", 989_500 / 3),  # matmul runs the float16 split
+    ("NVIDIA H200", "tf32", 8192, "FP16", 989_500),  # its one-part form
+    ("NVIDIA H100 80GB HBM3", "float32", 1024, "3xTF32", 494_700 / 3),  # a side below 2048: the pipeline
+    ("NVIDIA H100 80GB HBM3", "tf32", 2048, "TF32", 494_700),  # below the TF32 rule's bounds
+    ("NVIDIA A100-SXM4-80GB", "float32", 4096, "3xTF32", 156_000 / 3),  # no wgmma: no split
+])
+def test_matmul_rows_are_measured_against_the_units_it_ran_on(device, precision, size, kind, peak):
+    row = dict(backend="cuda", kernel="matmul", precision=precision, device=device, M=size, N=size, K=size)
+    assert peaks.units(row) == kind
+    assert peaks.units_peak(row, peaks.lookup(device)) == pytest.approx(peak)
+    # Runs recorded before the split existed keep the pipeline's units.
+    assert peaks.units(row, split=False) == ("TF32" if precision == "tf32" else "3xTF32")
 
 
 def test_the_int8_peaks_are_the_datasheets_dense_figures():
