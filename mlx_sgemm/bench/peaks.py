@@ -22,6 +22,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..dispatch import kernel_choice
+from ..dispatch.problem import plan
+
 
 @dataclass(frozen=True)
 class DevicePeak:
@@ -52,8 +55,9 @@ NVIDIA = (
 )
 
 # The units each kernel's products run on, on CUDA (on Metal every kernel runs
-# at the FP32 rate). matmul's float32 kernel at the benchmark's square sizes is
-# 3xTF32 on tensor cores; its few-row kernels are FP32 FMAs, but bound by memory.
+# at the FP32 rate). matmul's float32 kernel where the float16 split does not
+# run (off Hopper, or below its bounds) is 3xTF32 on tensor cores; its few-row
+# kernels are FP32 FMAs, but bound by memory.
 FP32, TF32, THREE_TF32, FP16, THREE_FP16 = "FP32", "TF32", "3xTF32", "FP16", "3xFP16"
 # The GPUs on which matmul runs the float16 split where kernel_choice's rule takes it (wgmma).
 _HOPPER = re.compile(r"H100|H200")
@@ -119,9 +123,6 @@ def units(row: dict, split: bool = True) -> str:
 def _runs_the_split(row: dict) -> bool:
     if row.get("M") is None or not _HOPPER.search(row.get("device") or ""):
         return False
-    from ..dispatch import kernel_choice
-    from ..dispatch.problem import plan
-
     m, n, k = (int(row[d]) for d in "MNK")
     return kernel_choice.half_split_serves(row["precision"], plan((m, k), (k, n)))
 
