@@ -127,10 +127,10 @@ def _runs_the_split(row: dict) -> bool:
     return kernel_choice.half_split_serves(row["precision"], plan((m, k), (k, n)))
 
 
-def units_peak(row: dict, peak: DevicePeak, split: bool = True) -> float | None:
+def units_peak(row: dict, peak: DevicePeak) -> float | None:
     """The peak GFLOP/s of the units the row's kernel runs on (its recorded
     ``peak_kind`` where it has one, else :func:`units`), if known."""
-    kind = row.get("peak_kind") or units(row, split)
+    kind = row.get("peak_kind") or units(row)
     if kind == FP32:
         return peak.fp32_gflops
     rate = peak.fp16_gflops if kind in (FP16, THREE_FP16) else peak.tf32_gflops
@@ -139,7 +139,7 @@ def units_peak(row: dict, peak: DevicePeak, split: bool = True) -> float | None:
     return rate / 3 if kind in (THREE_TF32, THREE_FP16) else rate
 
 
-def pct_of_units_peak(row: dict, gflops: float, peak: DevicePeak, split: bool = True) -> float | None:
+def pct_of_units_peak(row: dict, gflops: float, peak: DevicePeak) -> float | None:
     """``gflops`` as a percentage of :func:`units_peak`, or None where that is unknown."""
-    rate = units_peak(row, peak, split)
+    rate = units_peak(row, peak)
     return 100 * gflops / rate if rate else None

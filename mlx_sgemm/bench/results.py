@@ -75,8 +75,9 @@ def read_csv(path: Path) -> list[dict]:
 
 def _with_units_peak(row: dict) -> None:
     # These runs predate the float16 split: matmul ran 3xTF32 or one TF32 pass.
+    # The percentage follows the kind set here.
     row["peak_kind"] = peaks.units(row, split=False)
-    pct = peaks.pct_of_units_peak(row, row["gflops"], peaks.lookup(row["device"]), split=False)
+    pct = peaks.pct_of_units_peak(row, row["gflops"], peaks.lookup(row["device"]))
     if pct is not None:
         row["pct_peak"] = pct
 
