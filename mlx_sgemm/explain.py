@@ -21,7 +21,7 @@ from . import ops
 from .bench import results
 from .build import specs
 from .dispatch import device, kernel_choice, tuning_cache
-from .dispatch.problem import OPERAND_DTYPES, check_operand, dtype_name, plan
+from .dispatch.problem import OPERAND_DTYPES, check_bool, check_operand, dtype_name, plan
 
 # What each precision promises, by where the product runs.
 _CONTRACTS = {
@@ -218,6 +218,9 @@ def explain(
     or cast first depends on the kernel (``dtypes`` and ``conversions``).
     """
     kernel_choice.check_precision(precision)
+    check_bool(deterministic, "deterministic")
+    check_bool(wgmma, "wgmma")
+    check_bool(b_transposed, "b_transposed")
     a_shape, b_shape = _shape_of(a, "a"), _shape_of(b, "b")
     types = _dtypes_of(a, b, dtype)
     dtypes = dict(zip("ab", types))

@@ -44,14 +44,16 @@ class _OurProduct:
     # errors raised by its product name it.
     _path: str | None = None
 
-    def _use_kernel(self, kernel: str, deterministic: bool = False):
-        self._product = ops.op_by_name(kernel, deterministic=deterministic)
+    def _use_kernel(self, kernel: str, deterministic: bool = False, precision: str = "float32"):
+        self._product = ops.op_by_name(kernel, precision=precision, deterministic=deterministic)
         self.kernel = kernel
         self.deterministic = deterministic
+        self.precision = precision
         return self
 
     def _extra_repr(self) -> str:
         extra = ", deterministic=True" if self.deterministic else ""
+        extra += f", precision={self.precision!r}" if self.precision != "float32" else ""
         return f"{super()._extra_repr()}, kernel={self.kernel!r}{extra}"
 
     def _local_product(self, x: mx.array) -> mx.array:
@@ -79,21 +81,28 @@ class Linear(_OurProduct, mlx.nn.Linear):
         deterministic: run ``matmul(..., deterministic=True)``: each row's
             output the same whatever batch it comes in (the stage kernels
             always are).
+        precision: ``matmul``'s: ``"float32"`` (default, float32-accurate) or
+            ``"tf32"`` (one TF32 tensor-core pass on CUDA). MLX's own
+            ``nn.Linear`` in float32 runs at TF32 on CUDA unless
+            ``MLX_ENABLE_TF32=0``: ``"tf32"`` is the like-for-like setting.
+            The stage kernels compute in float32 whatever is asked.
 
     Inputs and weights may be float32, float16 or bfloat16, like the ops'
     operands; the output has ``mx.matmul``'s dtype for them.
     """
 
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True, kernel: str = "matmul",
-                 deterministic: bool = False):
+                 deterministic: bool = False, precision: str = "float32"):
         super().__init__(input_dims, output_dims, bias=bias)
-        self._use_kernel(kernel, deterministic)
+        self._use_kernel(kernel, deterministic, precision)
 
     @classmethod
-    def from_linear(cls, linear: mlx.nn.Linear, kernel: str = "matmul", deterministic: bool = False) -> "Linear":
+    def from_linear(cls, linear: mlx.nn.Linear, kernel: str = "matmul", deterministic: bool = False,
+                    precision: str = "float32") -> "Linear":
         """A Linear sharing ``linear``'s weight and bias arrays."""
         output_dims, input_dims = linear.weight.shape
-        layer = cls(input_dims, output_dims, bias="bias" in linear, kernel=kernel, deterministic=deterministic)
+        layer = cls(input_dims, output_dims, bias="bias" in linear, kernel=kernel, deterministic=deterministic,
+                    precision=precision)
         layer.update(dict(linear.parameters()))
         return layer
 
@@ -102,19 +111,19 @@ class Linear(_OurProduct, mlx.nn.Linear):
 
 
 class _ShardedProduct(_OurProduct):
-    """Constructor and ``from_linear`` of MLX's sharded layers, plus ``kernel``
-    and ``deterministic``."""
+    """Constructor and ``from_linear`` of MLX's sharded layers, plus ``kernel``,
+    ``deterministic`` and ``precision`` (see :class:`Linear`)."""
 
     def __init__(self, input_dims, output_dims, bias=True, group=None, kernel: str = "matmul",
-                 deterministic: bool = False):
+                 deterministic: bool = False, precision: str = "float32"):
         super().__init__(input_dims, output_dims, bias, group)
-        self._use_kernel(kernel, deterministic)
+        self._use_kernel(kernel, deterministic, precision)
 
     @classmethod
     def from_linear(cls, linear_layer, *, segments=1, group=None, kernel: str = "matmul",
-                    deterministic: bool = False):
+                    deterministic: bool = False, precision: str = "float32"):
         layer = super().from_linear(linear_layer, segments=segments, group=group)
-        return layer._use_kernel(kernel, deterministic)
+        return layer._use_kernel(kernel, deterministic, precision)
 
 
 class AllToShardedLinear(_ShardedProduct, mlx.nn.AllToShardedLinear):
@@ -138,19 +147,19 @@ class ShardedToAllLinear(_ShardedProduct, mlx.nn.ShardedToAllLinear):
 _LINEAR = (mlx.nn.Linear, mlx.nn.AllToShardedLinear, mlx.nn.ShardedToAllLinear)
 
 
-def _ours(module: mlx.nn.Module, kernel: str, deterministic: bool):
+def _ours(module: mlx.nn.Module, kernel: str, deterministic: bool, precision: str):
     """Our layer for one of MLX's, sharing its parameters (and group)."""
     if isinstance(module, mlx.nn.AllToShardedLinear):
         out_shard, in_dims = module.weight.shape
         layer = AllToShardedLinear(in_dims, out_shard * module.group.size(), "bias" in module,
-                                   module.group, kernel, deterministic)
+                                   module.group, kernel, deterministic, precision)
     elif isinstance(module, mlx.nn.ShardedToAllLinear):
         out_dims, in_shard = module.weight.shape
         layer = ShardedToAllLinear(in_shard * module.group.size(), out_dims, "bias" in module,
-                                   module.group, kernel, deterministic)
+                                   module.group, kernel, deterministic, precision)
     else:
         out_dims, in_dims = module.weight.shape
-        layer = Linear(in_dims, out_dims, "bias" in module, kernel, deterministic)
+        layer = Linear(in_dims, out_dims, "bias" in module, kernel, deterministic, precision)
     layer.update(dict(module.parameters()))
     return layer
 
@@ -165,7 +174,8 @@ def _cannot_serve(module: mlx.nn.Module) -> str | None:
     return None
 
 
-def replace_linear(model: mlx.nn.Module, kernel: str = "matmul", *, deterministic: bool = False) -> mlx.nn.Module:
+def replace_linear(model: mlx.nn.Module, kernel: str = "matmul", *, deterministic: bool = False,
+                   precision: str = "float32") -> mlx.nn.Module:
     """Swap every ``mlx.nn.Linear`` of ``model`` for :class:`Linear`, in place,
     and MLX's ``AllToShardedLinear`` / ``ShardedToAllLinear`` for ours.
 
@@ -175,10 +185,11 @@ def replace_linear(model: mlx.nn.Module, kernel: str = "matmul", *, deterministi
     path and the reason: quantized ones (``mlx.nn.QuantizedLinear`` and its
     kin) and those whose weight is not float32, float16 or bfloat16. An error
     raised when a swapped layer is called (an input of the wrong dtype or
-    shape, say) names the layer's path in ``model``. ``deterministic`` is
-    passed to every new layer (see :class:`Linear`). Returns ``model``.
+    shape, say) names the layer's path in ``model``. ``deterministic`` and
+    ``precision`` are passed to every new layer (see :class:`Linear`).
+    Returns ``model``.
     """
-    ops.op_by_name(kernel)  # a bad name fails before anything changes
+    ops.op_by_name(kernel, precision, deterministic)  # bad arguments fail before anything changes
 
     def swap(path, module):
         if isinstance(module, _OurProduct):
@@ -189,7 +200,7 @@ def replace_linear(model: mlx.nn.Module, kernel: str = "matmul", *, deterministi
             return module
         if not isinstance(module, _LINEAR):
             return module
-        layer = _ours(module, kernel, deterministic)
+        layer = _ours(module, kernel, deterministic, precision)
         layer._path = path
         return layer
 

@@ -75,7 +75,7 @@ import mlx.core as mx
 from .build import launcher, specs
 from .build.launcher import poisoned_outputs  # noqa: F401 (mlx_sgemm.poisoned_outputs)
 from .dispatch import device, kernel_choice, tuning_cache
-from .dispatch.problem import OPERAND_DTYPES, Plan, check_operand, dtype_name, plan
+from .dispatch.problem import OPERAND_DTYPES, Plan, check_bool, check_operand, dtype_name, plan
 
 _F32 = mx.float32
 
@@ -149,15 +149,21 @@ def _vmapped_product(product, a, b, a_axis, b_axis, stream):
 
 
 @functools.cache
-def _forward(choose: Callable[[str, Plan], kernel_choice.Launch], backend: str, stream, pad: bool = False):
+def _forward(choose: Callable[[str, Plan], kernel_choice.Launch], backend: str, stream, pad: bool = False,
+             float32_out: bool = False):
     """``a @ b`` with the launch ``choose(backend, plan)``, the operands padded to
     aligned rows first where ``pad`` and :func:`kernel_choice.padding` say so (matmul;
-    the stage ops run as they are). No derivatives: see :func:`_differentiable`."""
+    the stage ops run as they are). ``float32_out``: the float32 product as the
+    kernel wrote it, not rounded to the operands' half dtype (gemm scales it
+    first). No derivatives: see :func:`_differentiable`."""
 
     def forward(a, b):
         if backend == device.CPU_FALLBACK:
+            if float32_out:  # MLX's CPU product of halves is float32's, rounded
+                a, b = _as_dtype(a, _F32, stream), _as_dtype(b, _F32, stream)
             return mx.matmul(a, b, stream=stream)
-        dtype = mx.result_type(a, b)  # mx.matmul's: float32 unless both are one half type
+        # mx.matmul's dtype: float32 unless both are one half type
+        dtype = _F32 if float32_out else mx.result_type(a, b)
         pad_k, pad_n, reads, run = _route(
             choose, backend, a.shape, b.shape, a.dtype, b.dtype, pad, *_route_depends())
         # A half operand goes to a kernel that converts on load as it is, to the
@@ -175,14 +181,15 @@ def _forward(choose: Callable[[str, Plan], kernel_choice.Launch], backend: str, 
 @functools.cache
 def _differentiable(
     choose: Callable[[str, Plan], kernel_choice.Launch], backend: str, stream, pad: bool = False,
+    float32_out: bool = False,
 ):
     """:func:`_forward` as an mx.custom_function whose vjp and jvp are products
     of the same kind.
 
-    One per (kernel choice, backend, stream, pad), created once: the vjp and jvp
-    call it again, so higher derivatives run on our kernels too.
+    One per (kernel choice, backend, stream, pad, float32_out), created once: the
+    vjp and jvp call it again, so higher derivatives run on our kernels too.
     """
-    plain = _forward(choose, backend, stream, pad)
+    plain = _forward(choose, backend, stream, pad, float32_out)
 
     def forward(a, b):
         # The kernel has no derivative of its own, and MLX's forward mode (jvp)
@@ -266,12 +273,14 @@ def _call_state(stream) -> tuple:
     return device.backend(stream), tuning_cache.generation(), launcher.poisoned()
 
 
-def _run(choose, a, b, stream, pad: bool = False) -> mx.array:
+def _run(choose, a, b, stream, pad: bool = False, float32_out: bool = False) -> mx.array:
+    """``a @ b`` on the kernel ``choose`` picks (see :func:`_forward` for ``pad``
+    and ``float32_out``), checked, built and compiled once per call shape."""
     stream = device.canonical(stream)  # what the caches below are keyed by
     if type(a) is mx.array and type(b) is mx.array:
         # Only calls that passed the checks below are remembered: a key with
         # any other dtype is never found.
-        key = (choose, stream, pad, a.shape, b.shape, a.dtype, b.dtype)
+        key = (choose, stream, pad, float32_out, a.shape, b.shape, a.dtype, b.dtype)
         seen = _calls.get(key)
         if seen is not None and seen[0] == _call_state(stream):
             return seen[1](a, b)
@@ -280,19 +289,20 @@ def _run(choose, a, b, stream, pad: bool = False) -> mx.array:
     backend = device.backend(stream)
     if backend == device.CPU_FALLBACK:
         plan(a.shape, b.shape)  # shape errors before anything is built
-        return _differentiable(choose, backend, stream, pad)(a, b)
-    fn = _compiled(choose, backend, stream, pad, a.shape, b.shape, tuning_cache.generation(), launcher.poisoned(),
-                   dtypes=(a.dtype, b.dtype))
+        return _differentiable(choose, backend, stream, pad, float32_out)(a, b)
+    fn = _compiled(choose, backend, stream, (pad, float32_out), a.shape, b.shape, tuning_cache.generation(),
+                   launcher.poisoned(), dtypes=(a.dtype, b.dtype))
     if len(_calls) >= MAX_CALLS:
         _calls.clear()
-    _calls[(choose, stream, pad, a.shape, b.shape, a.dtype, b.dtype)] = (_call_state(stream), fn)
+    _calls[(choose, stream, pad, float32_out, a.shape, b.shape, a.dtype, b.dtype)] = (_call_state(stream), fn)
     return fn(a, b)
 
 
 @functools.lru_cache(maxsize=1024)
-def _compiled(choose, backend: str, stream, pad: bool, a_shape: tuple, b_shape: tuple, *depends_on,
+def _compiled(choose, backend: str, stream, how: tuple[bool, bool], a_shape: tuple, b_shape: tuple, *depends_on,
               dtypes: tuple = (_F32, _F32)):
-    """The op for one shape pair (and operand ``dtypes``), under ``mx.compile``.
+    """The op for one shape pair (and operand ``dtypes``), under ``mx.compile``;
+    ``how``: :func:`_forward`'s ``pad`` and ``float32_out``.
 
     Why: a call of the uncompiled op costs ~30 us of host time on an H200's
     host (Python, MLX's custom-function and custom-kernel nodes, and two
@@ -318,12 +328,13 @@ def _compiled(choose, backend: str, stream, pad: bool, a_shape: tuple, b_shape: 
     those (tuning.generation(), the poison flag). Shape errors are raised here,
     before anything is traced, and an empty product (no kernel) is not compiled.
     """
+    pad = how[0]
     p = plan(a_shape, b_shape)
-    product = _differentiable(choose, backend, stream, pad)
+    product = _differentiable(choose, backend, stream, *how)
     if p.empty:
         return product
     _route(choose, backend, a_shape, b_shape, *dtypes, pad, *_route_depends())  # launch errors here, too
-    plain = _forward(choose, backend, stream, pad)
+    plain = _forward(choose, backend, stream, *how)
     recording = [True]
     compiled = mx.compile(lambda a, b: (plain if recording[0] else product)(a, b))
     compiled(mx.zeros(a_shape, dtype=dtypes[0]), mx.zeros(b_shape, dtype=dtypes[1]))  # records; nothing runs
@@ -379,6 +390,8 @@ KERNELS = ("matmul", *STAGE_OPS)
 def op_by_name(kernel: str, precision: str = "float32", deterministic: bool = False):
     """The op called ``kernel``: "matmul" (at ``precision``, ``deterministic``
     or not) or a stage name (one kernel each: always batch-invariant)."""
+    kernel_choice.check_precision(precision)
+    check_bool(deterministic, "deterministic")
     if kernel == "matmul":
         return functools.partial(matmul, precision=precision, deterministic=deterministic)
     if kernel in STAGE_OPS:
@@ -415,6 +428,7 @@ def matmul(
     :func:`mlx_sgemm.dispatch.kernel_choice.choose` (with K split where tiles are few).
     """
     kernel_choice.check_precision(precision)
+    check_bool(deterministic, "deterministic")
     if deterministic:
         return _run(kernel_choice.deterministic_chooser(precision), a, b, stream)
     return _run(kernel_choice.chooser(precision), a, b, stream, pad=True)
@@ -460,13 +474,19 @@ def gemm(
         c = mx.zeros((), dtype=_F32, stream=stream) if c is None else c
         scalars = mx.stack([_as_f32_scalar(alpha), _as_f32_scalar(beta)])
         return _as_dtype(_fused_gemm(stream)(a, b, c, scalars), dtype, stream)
-    product = alpha * matmul(a, b, precision=precision, stream=stream)
+    # As mx.addmm: alpha * (a @ b) + beta * c in float32, rounded once to the
+    # result dtype. (A half product rounded first overflows where alpha would
+    # have brought it back into range.)
+    product = _run(kernel_choice.chooser(precision), a, b, stream, pad=True, float32_out=True)
+    product = _in_float32(alpha, stream) * product
     if beta_is_zero:
         out = product
-    elif isinstance(beta, mx.array):  # zero or not is known on the device alone
-        out = mx.where(beta == 0, product, product + beta * c, stream=stream)
     else:
-        out = product + beta * c
+        c = _as_dtype(c, _F32, stream)
+        if isinstance(beta, mx.array):  # zero or not is known on the device alone
+            out = mx.where(beta == 0, product, product + _in_float32(beta, stream) * c, stream=stream)
+        else:
+            out = product + beta * c
     return _as_dtype(mx.broadcast_to(out, p.out_shape, stream=stream), dtype, stream)
 
 
@@ -480,6 +500,12 @@ def _gemm_scalar(x, name: str) -> float | mx.array:
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise TypeError(f"{name} must be a number or a one-element real array, got {type(x).__name__}")
     return float(x)
+
+
+def _in_float32(x: float | mx.array, stream) -> float | mx.array:
+    """alpha or beta for float32 arithmetic: a float as it is (a Python number
+    takes the array's dtype), an array cast."""
+    return x if isinstance(x, float) else _as_dtype(x, _F32, stream)
 
 
 def _as_f32_scalar(x: float | mx.array) -> mx.array:

@@ -33,11 +33,11 @@ def close(x, ref, tol=1e-5):
     assert np.abs(x - ref).max() <= tol * (1 + np.abs(ref).max())
 
 
-@pytest.fixture(params=["cpu_fallback", "metal"])
+@pytest.fixture(params=["cpu_fallback", "metal", "cuda"])
 def backend(request):
-    """Each test on the CPU fallback and on the faked Metal GPU."""
-    if request.param == "metal":
-        request.getfixturevalue("fake_metal")
+    """Each test on the CPU fallback and on the faked Metal and CUDA GPUs."""
+    if request.param != "cpu_fallback":
+        request.getfixturevalue(f"fake_{request.param}")
     ops._fused_gemm.cache_clear()
     yield request.param
     ops._fused_gemm.cache_clear()
@@ -86,6 +86,31 @@ def test_half_dtypes(backend, dtypes):
     out = mlx_sgemm.gemm(a, b, c, alpha=1.5, beta=0.25)
     assert out.dtype == (1.5 * (a @ b) + 0.25 * c).dtype
     close(out, reference(a, b, c, 1.5, 0.25), tol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16])
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_alpha_scales_the_float32_product_before_rounding(backend, dtype, beta):
+    """As mx.addmm: a @ b is 102,400, past float16's largest (65,504); alpha
+    brings it back to 12,800, and only then is it rounded to the result dtype."""
+    a = mx.full((4, 512), 2.0, dtype=dtype)
+    b = mx.full((250, 512), 100.0, dtype=dtype)
+    c = mx.ones((4, 250), dtype=dtype)
+    out = mlx_sgemm.gemm(a, mx.swapaxes(b, -1, -2), c, alpha=0.125, beta=beta)
+    assert out.dtype == dtype
+    rounded_once = mx.full((4, 250), 12800.0 + beta).astype(dtype)
+    assert mx.array_equal(out, rounded_once)
+    assert mx.array_equal(out, mx.addmm(c, a, mx.swapaxes(b, -1, -2), 0.125, beta))
+
+
+def test_beta_times_c_is_not_rounded_to_half_first(backend):
+    """beta * c and its sum with the product in float32, rounded once: 60,000 * 2
+    alone would overflow float16, 120,000 - 100,000 does not."""
+    a = mx.full((2, 1), -100.0, dtype=F16)
+    b = mx.full((1, 2), 1000.0, dtype=F16)
+    c = mx.full((2, 2), 60000.0, dtype=F16)
+    out = mlx_sgemm.gemm(a, b, c, alpha=1.0, beta=mx.array(2.0, dtype=F16))
+    assert np.array_equal(np.array(out.astype(F32)), np.full((2, 2), 20000.0, np.float32))
 
 
 def test_gradients_through_the_fused_store(backend):

@@ -6,6 +6,7 @@ Validation runs everywhere (CPU included); the numerical checks on the GPU.
 import time
 
 import mlx.core as mx
+import mlx.nn
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -49,6 +50,43 @@ def test_non_broadcastable_batch_names_both_shapes(op):
 def test_bad_precision():
     with pytest.raises(ValueError, match="precision must be one of"):
         mlx_sgemm.matmul(mx.ones((2, 2)), mx.ones((2, 2)), precision="fp16")
+
+
+@pytest.mark.parametrize("call", [
+    lambda flag: mlx_sgemm.matmul(mx.ones((2, 2)), mx.ones((2, 2)), deterministic=flag),
+    lambda flag: mlx_sgemm.nn.Linear(2, 2, deterministic=flag),
+    lambda flag: mlx_sgemm.nn.replace_linear(mlx.nn.Sequential(mlx.nn.Linear(2, 2)), deterministic=flag),
+    lambda flag: mlx_sgemm.explain((2, 2), (2, 2), deterministic=flag),
+    lambda flag: mlx_sgemm.explain((2, 2), (2, 2), b_transposed=flag),
+    lambda flag: mlx_sgemm.explain((2, 2), (2, 2), wgmma=flag),
+], ids=["matmul", "Linear", "replace_linear", "explain", "explain_b_transposed", "explain_wgmma"])
+@pytest.mark.parametrize("flag", ["yes", 1, None])
+def test_a_flag_that_is_not_a_bool_is_named(call, flag):
+    with pytest.raises(TypeError, match=r"^(deterministic|b_transposed|wgmma) must be True or False, got "):
+        call(flag)
+
+
+@pytest.mark.parametrize("call,allowed", [
+    (lambda: mlx_sgemm.nn.Linear(2, 2, precision="fp32"), r"precision must be one of \('float32', 'tf32'\)"),
+    (lambda: mlx_sgemm.nn.replace_linear(mlx.nn.Linear(2, 2), precision="half"), "precision must be one of"),
+    (lambda: mlx_sgemm.nn.Linear(2, 2, kernel="fast"), r"kernel must be one of \('matmul', 'naive'"),
+    (lambda: mlx_sgemm.gemm(mx.ones((2, 2)), mx.ones((2, 2)), precision="x"), "precision must be one of"),
+    (lambda: mlx_sgemm.explain((2, 2), (2, 2), backend="rocm"), "backend must be 'cuda', 'metal' or None"),
+    (lambda: mlx_sgemm.explain((2, 2), (2, 2), dtype="int8"), "dtype must be one of"),
+], ids=["Linear_precision", "replace_linear_precision", "Linear_kernel", "gemm_precision", "explain_backend",
+        "explain_dtype"])
+def test_an_enumerated_argument_lists_its_values(call, allowed):
+    with pytest.raises(ValueError, match=allowed):
+        call()
+
+
+def test_precision_reaches_every_layer_replace_linear_makes():
+    model = mlx.nn.Sequential(mlx.nn.Linear(4, 3), mlx.nn.Linear(3, 2))
+    mlx_sgemm.nn.replace_linear(model, precision="tf32")
+    assert [layer.precision for layer in model.layers] == ["tf32", "tf32"]
+    assert "precision='tf32'" in repr(model.layers[0])
+    x = mx.random.normal((5, 4))
+    assert mx.allclose(model(x), model.layers[1](model.layers[0](x)))
 
 
 dims = st.integers(min_value=0, max_value=5)

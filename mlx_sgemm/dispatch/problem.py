@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 
 import mlx.core as mx
+import numpy as np
 
 # The CUDA backend passes an array's shape and strides to a kernel in fixed-size
 # arrays of this many entries (MAX_NDIM in mlx/backend/cuda/device/config.h).
@@ -67,6 +68,13 @@ def check_operand(x, name: str, dtypes: tuple = (mx.float32,), *, scalar_ok: boo
         raise TypeError(f"{name} must have dtype {allowed}, got {dtype_name(x.dtype)}")
     if x.ndim == 0 and not scalar_ok:
         raise ValueError(f"{name} must have at least one dimension, got a 0-D array")
+
+
+def check_bool(value, name: str) -> None:
+    """Raise ``TypeError`` unless ``value`` is True or False: a flag given
+    "yes" (or 1) is a mistake to name, not a truth value to guess."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
 
 
 @dataclass(frozen=True)

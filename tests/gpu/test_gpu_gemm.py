@@ -74,3 +74,19 @@ def test_many_alphas_one_kernel():
     outs = [mlx_sgemm.gemm(a, b, c, alpha=1.0 + i / 1000, beta=i / 1000) for i in range(2000)]
     mx.eval(outs)
     assert normwise_error(outs[-1], a, b, c, 1.0 + 1999 / 1000, 1999 / 1000) < 2e-6
+
+
+@pytest.mark.parametrize("m", [4, 300], ids=["few_rows", "many_rows"])  # small-M kernels and the pipelines
+@pytest.mark.parametrize("precision", ["float32", "tf32"])
+@pytest.mark.parametrize("dtype", [F16, BF16])
+def test_alpha_scales_the_float32_product_before_rounding(dtype, precision, m):
+    """As mx.addmm: a @ b (102,400) is past float16's largest (65,504); alpha
+    brings it to 12,800 before the one rounding to the result dtype."""
+    a = mx.full((m, 512), 2.0, dtype=dtype)
+    b = mx.full((250, 512), 100.0, dtype=dtype)
+    c = mx.ones((m, 250), dtype=dtype)
+    with mlx_sgemm.poisoned_outputs():
+        out = mlx_sgemm.gemm(a, mx.swapaxes(b, -1, -2), c, alpha=0.125, beta=0.0, precision=precision)
+    assert out.dtype == dtype
+    assert mx.array_equal(out, mx.full((m, 250), 12800.0).astype(dtype))
+    assert mx.array_equal(out, mx.addmm(c, a, mx.swapaxes(b, -1, -2), 0.125, 0.0))
