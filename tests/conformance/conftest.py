@@ -20,3 +20,5 @@ def pytest_terminal_summary(terminalreporter):
             f"{s['failures']} failures, {s['errors']} errors, {s['skipped']} skipped; "
             f"products through the op {s['products']}, mx.addmm through gemm {s['addmm']}, "
             f"refused (to MLX) {s['refused']}, made inside the op (to MLX) {s['inside']}")
+        if s["set_aside"]:
+            terminalreporter.write_line(f"{'':>15}set aside here (run_mlx_suite.py says why): {', '.join(s['set_aside'])}")

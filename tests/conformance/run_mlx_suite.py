@@ -46,15 +46,42 @@ SUITE = Path(__file__).with_name("mlx_suite")
 OPS = ops.KERNELS  # matmul and every stage
 
 # Below these, the routing is broken, whatever the tests say: MLX's suite makes
-# 867 products and 65 addmm calls that the package takes on the CPU (more on a
-# GPU, where MLX runs its GPU-only tests too).
-MIN_PRODUCTS = 850
+# 867 products and 65 addmm calls that the package takes on the CPU, 902-948
+# and 152 on CUDA (where MLX's GPU-only tests run too), fewer at TF32 with the
+# tests below set aside.
+MIN_PRODUCTS = 400
 MIN_ADDMM = 60
 
-# On CUDA, one TF32 pass (precision="tf32") is about 1e-4 relative error: the
+# On CUDA these tests compare a float32 product with MLX's own segmented_mm /
+# block_masked_mm at an absolute tolerance of 1e-4, below the error of MLX's
+# op itself: on an H200 at M = N = K = 1000, segmented_mm is 2.4e-4 from
+# float64 at its worst element, this package's matmul 6.4e-5, and whether some
+# element of the million differs by more than 1e-4 is chance (tile_async failed
+# one run in two, matmul two in three; tile_threads, which sums in MLX's order,
+# matches it bit for bit). tests/gpu/test_gpu_conformance_references.py checks
+# the same products against float64 instead.
+REFERENCE_LESS_ACCURATE_THAN_TOLERANCE = {
+    "test_segmented_mm": "its tolerance (1e-4) is below the float32 error of MLX's segmented_mm it compares with",
+    "test_block_masked_matmul": "its tolerance (1e-4) is below the float32 error of MLX's block_masked_mm's "
+                                "gradients it compares with",
+}
+
+# One TF32 pass (precision="tf32" on CUDA) is about 1e-4 relative error: the
 # tests whose tolerance is tighter than that cannot hold for it (nor for
 # mx.matmul with MLX's default TF32); they run at float32 only.
-TF32_TOO_TIGHT: dict[str, str] = {}
+TF32_TOO_TIGHT = {
+    name: "its tolerance is tighter than TF32's error (about 1e-4 relative)"
+    for name in ("test_matmul", "test_matmul_batched", "test_gather_matmul_grad", "test_gather_mm_sorted_vjp",
+                 *REFERENCE_LESS_ACCURATE_THAN_TOLERANCE)
+}
+
+
+def set_aside(precision: str) -> dict[str, str]:
+    """The tests that cannot hold for a correct op on this machine's GPU (not
+    a faked one: there MLX computes every product), with the reason."""
+    if device.backend() != device.CUDA:
+        return {}
+    return TF32_TOO_TIGHT if precision == "tf32" else REFERENCE_LESS_ACCURATE_THAN_TOLERANCE
 
 
 def _fake_backend(backend: str):
@@ -71,19 +98,24 @@ def _fake_backend(backend: str):
     return stack
 
 
-def _suite(precision: str) -> unittest.TestSuite:
+def _suite(aside: dict[str, str]) -> unittest.TestSuite:
+    """MLX's tests, those in ``aside`` replaced by skips giving the reason."""
     sys.path.insert(0, str(SUITE))  # test_blas imports mlx_tests as a top-level module
     import test_blas
 
-    suite = unittest.defaultTestLoader.loadTestsFromModule(test_blas)
-    if precision != "tf32" or device.backend() != device.CUDA:
-        return suite
     kept = unittest.TestSuite()
-    for test in _flatten(suite):
+    for test in _flatten(unittest.defaultTestLoader.loadTestsFromModule(test_blas)):
         name = test.id().rpartition(".")[2]
-        kept.addTest(unittest.FunctionTestCase(lambda r=TF32_TOO_TIGHT[name]: unittest.TestCase().skipTest(r),
-                                               description=test.id()) if name in TF32_TOO_TIGHT else test)
+        kept.addTest(_skipped(test, aside[name]) if name in aside else test)
     return kept
+
+
+def _skipped(test: unittest.TestCase, reason: str) -> unittest.TestCase:
+    """A stand-in for ``test`` that is reported as skipped, with ``reason``."""
+    def skip():
+        raise unittest.SkipTest(reason)
+
+    return unittest.FunctionTestCase(skip, description=test.id())
 
 
 def _flatten(suite):
@@ -100,17 +132,18 @@ def run(op_name: str, precision: str, fake: str | None, verbosity: int = 1) -> d
     def addmm(c, a, b, alpha, beta, *, stream=None):
         return mlx_sgemm.gemm(a, b, c, alpha=alpha, beta=beta, precision=precision, stream=stream)
 
+    aside = set_aside(precision)  # before a fake GPU stands in for the real one
     with contextlib.ExitStack() as stack:
         if fake:
             stack.enter_context(_fake_backend(fake))
         backend = device.backend() + (" (faked)" if fake else "")
-        suite = _suite(precision)
+        suite = _suite(aside)
         counts = stack.enter_context(routed(lambda a, b, stream=None: op(a, b, stream=stream), addmm))
         result = unittest.TextTestRunner(stream=sys.stderr, verbosity=verbosity).run(suite)
     return dict(
         op=op_name, precision=precision, backend=backend, mlx=mx.__version__,
         tests=result.testsRun, failures=len(result.failures), errors=len(result.errors),
-        skipped=len(result.skipped), **counts.as_dict(),
+        skipped=len(result.skipped), set_aside=sorted(aside), **counts.as_dict(),
     )
 
 
