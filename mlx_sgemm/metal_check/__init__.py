@@ -80,8 +80,12 @@ from .findings import Report as Report
 from .kernel import CheckedKernel as CheckedKernel
 from .kernel import CheckResult as CheckResult
 from .kernel import metal_kernel as metal_kernel
+from .patched_mlx import CheckLog as CheckLog
+from .patched_mlx import FindingsError as FindingsError
+from .patched_mlx import checked_metal_kernels as checked_metal_kernels
 
 __all__ = [
-    "CHECKS", "CheckResult", "CheckedKernel", "CompileError", "Finding", "HarnessError",
-    "KernelError", "Location", "Report", "add_parser", "metal_kernel", "run_command",
+    "CHECKS", "CheckLog", "CheckResult", "CheckedKernel", "CompileError", "Finding",
+    "FindingsError", "HarnessError", "KernelError", "Location", "Report", "add_parser",
+    "checked_metal_kernels", "metal_kernel", "run_command",
 ]

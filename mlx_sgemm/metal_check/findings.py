@@ -101,6 +101,13 @@ class Report:
             "stats": self.stats, "findings": [f.to_dict() for f in self.findings],
         }
 
+    def assert_ok(self) -> None:
+        """Raise AssertionError with the whole report when any check found
+        something. (``assert report.ok, report`` would show pytest's repr of
+        the report, cut at 240 characters; this shows the report.)"""
+        if not self.ok:
+            raise AssertionError(f"the checks found something:\n{self}")
+
     def raise_first(self) -> None:
         """Raise :class:`KernelError` for the first finding, if any."""
         if self.findings:
