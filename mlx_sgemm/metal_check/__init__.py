@@ -62,9 +62,8 @@ lanes. Memory ordering is modelled only through barriers' ``mem_flags``
 for racecheck); atomics never race with each other, and racecheck looks at
 threadgroup memory only (not at device memory shared between threadgroups).
 Not modelled (they fail to compile, or are refused): textures, function
-constants, quad-group functions, simdgroup matrices other than float 8x8,
-half literals written with the ``h`` suffix, bfloat16 arrays (NumPy has no
-bfloat16; ``bfloat`` inside a kernel works). Linux on x86-64 (and aarch64, untested); the compiler is
+constants, simdgroup matrices other than 8x8 of float, half or bfloat,
+bfloat16 arrays (NumPy has no bfloat16; ``bfloat`` inside a kernel works). Linux on x86-64 (and aarch64, untested); the compiler is
 clang from the ``ziglang`` package (``pip install "mlx-sgemm[check]"``).
 """
 

@@ -31,7 +31,7 @@ HEADERS = ("runtime.h", "runtime_internal.h", "context.h", "metal_compat.h", "me
            "mlx_utils.h")
 
 CXXFLAGS = [
-    "-x", "c++", "-std=c++17", "-O1", "-fno-strict-aliasing",
+    "-x", "c++", "-std=c++23", "-O1", "-fno-strict-aliasing",
     "-Wall", "-Wno-unknown-attributes", "-Wno-unused-variable",
     "-Wno-unused-but-set-variable", "-Wno-gnu-anonymous-struct", "-Wno-nested-anon-types",
     "-fno-sanitize=all",

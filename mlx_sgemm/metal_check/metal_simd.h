@@ -1,6 +1,7 @@
 // SIMD-group functions (section 6.9.2 of the Metal Shading Language
 // specification) for the Metal CPU harness: reductions, prefix sums,
-// broadcasts and shuffles over the 32 lanes of a simdgroup.
+// broadcasts, shuffles and ballots over the 32 lanes of a simdgroup, and the
+// quad-group functions over its groups of 4 lanes.
 //
 // Each is one collective operation of the simdgroup (mh_simd_collective): the
 // lanes that have not returned from the kernel must all call the same
@@ -165,6 +166,79 @@ MH_SIMD_SHUFFLE(simd_shuffle_xor, l ^ q)
 MH_SIMD_SHUFFLE(simd_shuffle_rotate_down, (l + q) % 32)
 MH_SIMD_SHUFFLE(simd_shuffle_rotate_up, ((l - q) % 32 + 32) % 32)
 #undef MH_SIMD_SHUFFLE
+
+// Quad-group functions (section 6.9.3): the same over groups of 4 lanes
+// (lanes 4q .. 4q + 3), each one collective of the whole simdgroup here.
+namespace mh_detail {
+template <typename T, typename C>
+inline T quad_reduce(void* const* lanes, int l, C combine) {
+  const int base = l & ~3;
+  T acc = lane_args<T>(lanes, l)->in;
+  for (int q = base; q < base + 4; ++q)
+    if (q != l && lanes[q]) acc = combine(acc, lane_args<T>(lanes, q)->in);
+  return acc;
+}
+}  // namespace mh_detail
+#define MH_QUAD_REDUCE(name, combine)                                                    \
+  template <typename T>                                                                  \
+  inline T name(T x, unsigned line = __builtin_LINE()) {                                 \
+    return mh_detail::simd_collective(#name, x, 0, line, [](void* const* lanes, int l) {  \
+      return mh_detail::quad_reduce<T>(lanes, l, combine);                               \
+    });                                                                                  \
+  }
+MH_QUAD_REDUCE(quad_sum, mh_detail::plus())
+MH_QUAD_REDUCE(quad_product, mh_detail::times())
+MH_QUAD_REDUCE(quad_max, [](T a, T b) { return max(a, b); })
+MH_QUAD_REDUCE(quad_min, [](T a, T b) { return min(a, b); })
+#undef MH_QUAD_REDUCE
+// Which lane of the quad each lane reads (from its own index l and parameter q).
+#define MH_QUAD_SHUFFLE(name, source)                                                    \
+  template <typename T>                                                                  \
+  inline T name(T x, ushort p, unsigned line = __builtin_LINE()) {                       \
+    return mh_detail::simd_collective(#name, x, p, line, [](void* const* lanes, int l) {  \
+      const long q = long(mh_detail::lane_args<T>(lanes, l)->param);                      \
+      const int base = l & ~3;                                                           \
+      (void)q;                                                                           \
+      (void)base;                                                                        \
+      return mh_detail::read_lane<T>(lanes, l, source);                                  \
+    });                                                                                  \
+  }
+MH_QUAD_SHUFFLE(quad_shuffle, base + q % 4)
+MH_QUAD_SHUFFLE(quad_broadcast, base + q % 4)
+MH_QUAD_SHUFFLE(quad_shuffle_xor, base + ((l - base) ^ q) % 4)
+MH_QUAD_SHUFFLE(quad_shuffle_down, l - base + q < 4 ? l + q : l)
+MH_QUAD_SHUFFLE(quad_shuffle_up, l - base - q >= 0 ? l - q : l)
+#undef MH_QUAD_SHUFFLE
+
+// simd_ballot: a bit per lane whose predicate is true (lanes taking no part: 0).
+struct simd_vote {
+  using vote_t = uint64_t;
+  vote_t bits;
+  vote_t active;  // the lanes that took part: what all() looks at
+  explicit constexpr simd_vote(vote_t v = 0, vote_t a = ~vote_t(0)) : bits(v), active(a) {}
+  explicit constexpr operator vote_t() const { return bits; }
+  bool all() const { return (bits & active) == active; }
+  bool any() const { return bits != 0; }
+};
+
+inline simd_vote simd_ballot(bool pred, unsigned line = __builtin_LINE()) {
+  const uint64_t mine = pred;
+  const uint64_t bits = mh_detail::simd_collective("simd_ballot", mine, 0, line,
+                                                   [](void* const* lanes, int) {
+    uint64_t v = 0;
+    for (int l = 0; l < 32; ++l)
+      if (lanes[l] && mh_detail::lane_args<uint64_t>(lanes, l)->in) v |= uint64_t(1) << l;
+    return v;
+  });
+  const uint64_t active = mh_detail::simd_collective("simd_active_threads_mask", uint64_t(0), 0,
+                                                     line, [](void* const* lanes, int) {
+    uint64_t v = 0;
+    for (int l = 0; l < 32; ++l)
+      if (lanes[l]) v |= uint64_t(1) << l;
+    return v;
+  });
+  return simd_vote(bits, active);
+}
 
 template <typename T>
 inline T simd_broadcast_first(T x, unsigned line = __builtin_LINE()) {
