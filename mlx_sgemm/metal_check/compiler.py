@@ -3,11 +3,14 @@ once per source (both cached by the hash of what goes into them).
 
 The kernel's translation unit is compiled with the flags that make the checks
 possible: every load and store calls the runtime first
-(``-fsanitize-coverage=trace-loads,trace-stores``), vectorization off so that
+(``-fsanitize-coverage=trace-loads,trace-stores``), and so does every edge
+between basic blocks (``trace-pc-guard``: each lane's count of them says
+which lanes store together, in the same step), vectorization off so that
 no access is wider than the callbacks cover (16 bytes), no loop becomes a
-memcpy call (``-fno-builtin``: its stores would go unseen), fixed-size arrays
-indexed out of bounds trap (``-fsanitize=array-bounds``), and line tables in
-DWARF 4 (``source_lines.py`` reads them).
+memcpy call (``-fno-builtin``: its stores would go unseen), a fixed-size
+array indexed out of bounds calls a handler that reports it and lets the run
+go on (``-fsanitize=array-bounds``, recoverable: access_checks.cpp), and line
+tables in DWARF 4 (``source_lines.py`` reads them).
 """
 
 from __future__ import annotations
@@ -37,8 +40,8 @@ CXXFLAGS = [
     "-fno-sanitize=all",
 ]
 KERNEL_FLAGS = [
-    "-fsanitize=array-bounds", "-fsanitize-trap=all",
-    "-fsanitize-coverage=func,trace-loads,trace-stores",
+    "-fsanitize=array-bounds", "-fno-sanitize-trap=all", "-fsanitize-recover=array-bounds",
+    "-fsanitize-coverage=edge,trace-pc-guard,trace-loads,trace-stores",
     "-fno-vectorize", "-fno-slp-vectorize",
     # No loop turned into a memcpy or memset call, which the instrumentation
     # would not see (a kernel's copy of its registers into an output would

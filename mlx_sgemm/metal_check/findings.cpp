@@ -93,6 +93,8 @@ void sanitize(char* s) {
     if (*s == '\t' || *s == '\n' || *s == '\r') *s = ' ';
 }
 
+}  // namespace
+
 // The check each kind of finding belongs to; "error" for what no check owns
 // (a crash, a timeout, something the harness does not model).
 const char* check_of(const char* kind) {
@@ -100,13 +102,12 @@ const char* check_of(const char* kind) {
       {"out_of_bounds", "memcheck"}, {"read_only", "memcheck"},
       {"divergence", "synccheck"},   {"deadlock", "synccheck"},
       {"nonuniform", "synccheck"},   {"resources", "launch"},
+      {"inactive_lanes", "synccheck"}, {"inactive_lane_read", "synccheck"},
   };
   for (const auto& row : table)
     if (strcmp(row[0], kind) == 0) return row[1];
   return "error";
 }
-
-}  // namespace
 
 uintptr_t relative_pc(const void* pc) {
   return pc ? reinterpret_cast<uintptr_t>(pc) - reinterpret_cast<uintptr_t>(&__ehdr_start) : 0;
@@ -176,6 +177,15 @@ void internal_error(const char* message) {
 }
 
 }  // namespace mh
+
+extern "C" void mh_report(const char* kind, unsigned line, const char* fmt, ...) {
+  char* message = mh::new_finding(mh::check_of(kind), kind, mh::Site{0, line}, mh::Site{0, 0}, -1);
+  if (!message) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(message, mh::kMessageSize, fmt, ap);
+  va_end(ap);
+}
 
 extern "C" void mh_fail(const char* kind, unsigned line, const char* fmt, ...) {
   va_list ap;

@@ -6,12 +6,16 @@ A finding belongs to one check:
 * ``memcheck``: ``out_of_bounds`` (a read or write outside a buffer or a
   threadgroup variable), ``read_only`` (a write to an input);
 * ``racecheck``: ``race`` (two threads of different simdgroups touch one byte
-  of threadgroup memory between two barriers, at least one writing);
+  of threadgroup memory between two barriers, at least one writing; two lanes
+  of one simdgroup store to it in the same step; two threadgroups write one
+  byte of an output without atomics);
 * ``synccheck``: ``divergence`` (threads at different barriers, lanes at
   different simdgroup functions), ``deadlock``, ``nonuniform`` (lanes passing
   different arguments to one simdgroup matrix operation),
   ``barrier_after_return`` (a barrier some threads of the threadgroup returned
-  before reaching);
+  before reaching), ``inactive_lanes`` (a simdgroup function called while
+  lanes of the simdgroup returned or wait at a barrier), ``inactive_lane_read``
+  (a shuffle reading such a lane);
 * ``initcheck``: ``uninitialized`` (a read of threadgroup memory or of an
   output nothing has written), ``unwritten`` (output elements no thread
   wrote, handed back as whatever the memory held);

@@ -7,9 +7,11 @@
 // lanes that have not returned from the kernel must all call the same
 // function at the same line (a lane at another one is reported as divergence,
 // a stricter rule than the hardware's, which runs whichever lanes are
-// active); lanes that have returned take no part, as inactive lanes on an
-// Apple GPU. A shuffle from a lane that takes no part gets the caller's own
-// value (Metal leaves it undefined).
+// active). Lanes that returned, or wait at a barrier the others reach after
+// the call, take no part, as inactive lanes on an Apple GPU, and synccheck
+// reports the call (inactive_lanes). A shuffle from an inactive lane is
+// reported too (inactive_lane_read) and gets the caller's own value (Metal
+// leaves it undefined).
 #ifndef METAL_HARNESS_SIMD_H
 #define METAL_HARNESS_SIMD_H
 
@@ -80,10 +82,21 @@ inline T reduce(const char* op, T x, unsigned line, C combine) {
   });
 }
 
-// The value of `source`, or the caller's own when that lane takes no part.
+// The value of `source`, or the caller's own when that lane takes no part:
+// a lane past the simdgroup's end (which does not exist), or an inactive one
+// (it exists but did not call the shuffle: it returned or went elsewhere),
+// whose value Metal leaves undefined: synccheck reports reading it.
 template <typename T>
-inline T read_lane(void* const* lanes, int self, long source) {
-  if (source < 0 || source >= 32 || !lanes[source]) return lane_args<T>(lanes, self)->in;
+inline T read_lane(void* const* lanes, int self, long source, const char* op, unsigned line) {
+  if (source < 0 || source >= 32) return lane_args<T>(lanes, self)->in;
+  if (!lanes[source]) {
+    if (source < long(mh_simd_lane_count()))
+      mh_report("inactive_lane_read", line,
+                "%s: lane %d of simdgroup %u reads lane %ld, which is inactive (it did not call "
+                "%s: it returned or went elsewhere); Metal leaves the value undefined",
+                op, self, mh_simdgroup_index(), source, op);
+    return lane_args<T>(lanes, self)->in;
+  }
   return lane_args<T>(lanes, int(source))->in;
 }
 
@@ -151,10 +164,10 @@ MH_SIMD_PREFIX(simd_prefix_exclusive_product, times, 1, true)
 #define MH_SIMD_SHUFFLE(name, source)                                                  \
   template <typename T>                                                                \
   inline T name(T x, ushort p, unsigned line = __builtin_LINE()) {                     \
-    return mh_detail::simd_collective(#name, x, p, line, [](void* const* lanes, int l) { \
+    return mh_detail::simd_collective(#name, x, p, line, [&](void* const* lanes, int l) { \
       const long q = long(mh_detail::lane_args<T>(lanes, l)->param);                    \
       (void)q;                                                                         \
-      return mh_detail::read_lane<T>(lanes, l, source);                                \
+      return mh_detail::read_lane<T>(lanes, l, source, #name, line);                   \
     });                                                                                \
   }
 MH_SIMD_SHUFFLE(simd_shuffle, q)
@@ -195,12 +208,12 @@ MH_QUAD_REDUCE(quad_min, [](T a, T b) { return min(a, b); })
 #define MH_QUAD_SHUFFLE(name, source)                                                    \
   template <typename T>                                                                  \
   inline T name(T x, ushort p, unsigned line = __builtin_LINE()) {                       \
-    return mh_detail::simd_collective(#name, x, p, line, [](void* const* lanes, int l) {  \
+    return mh_detail::simd_collective(#name, x, p, line, [&](void* const* lanes, int l) { \
       const long q = long(mh_detail::lane_args<T>(lanes, l)->param);                      \
       const int base = l & ~3;                                                           \
       (void)q;                                                                           \
       (void)base;                                                                        \
-      return mh_detail::read_lane<T>(lanes, l, source);                                  \
+      return mh_detail::read_lane<T>(lanes, l, source, #name, line);                     \
     });                                                                                  \
   }
 MH_QUAD_SHUFFLE(quad_shuffle, base + q % 4)

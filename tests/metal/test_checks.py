@@ -108,11 +108,28 @@ def test_memcheck_threadgroup_overrun_through_a_pointer():
     assert lines(f) == [4] and f.count == 2
 
 
-def test_memcheck_threadgroup_array_index_traps():
-    source = "threadgroup float t[4];\nt[thread_position_in_threadgroup.x] = 1.0f;\n"
+@pytest.mark.parametrize("array", ["threadgroup float t[4];", "float t[4] = {0, 1, 2, 3};"])
+def test_memcheck_an_index_past_a_fixed_size_array_names_it_and_the_run_goes_on(array):
+    """A threadgroup or thread-local array indexed directly past its end: the
+    variable, the index and the line, and the run goes on to its outputs."""
+    source = (f"{array}\nuint i = thread_position_in_threadgroup.x;\n"
+              "if (i < 6) t[i] = 1.0f;\nout[i] = x[i];\n")
     outputs, f = found(source, "memcheck", "out_of_bounds")
-    assert outputs is None  # a trap ends the run
-    assert "fixed-size array" in f.message and lines(f) == [2]
+    assert "outside the fixed-size array 't' of type" in f.message
+    assert re.search(r"index [45] outside", f.message) and f.count == 2
+    assert "float[4]" in f.message and lines(f) == [3]
+    np.testing.assert_array_equal(outputs[0], X)
+
+
+def test_memcheck_a_write_into_a_threadgroup_arrays_padding():
+    """12 bytes of array in a 16-byte allocation: the 4 bytes past it are not the array's."""
+    source = ("threadgroup float t[3];\nthreadgroup float* p = t;\n"
+              "uint i = thread_position_in_threadgroup.x;\n"
+              "if (i == 0) p[3] = 1.0f;\nout[i] = x[i];\n")
+    _, f = found(source, "memcheck", "out_of_bounds")
+    assert "4-byte write 0 bytes past the end of threadgroup variable 't'" in f.message or \
+        "write 4 bytes past the end of threadgroup variable 't' (k.metal:1) (12 bytes)" in f.message
+    assert lines(f) == [4]
 
 
 def test_memcheck_write_to_an_input():
@@ -182,6 +199,42 @@ def test_racecheck_lanes_of_one_simdgroup_are_not_compared():
     assert not report.by_check("racecheck"), report
 
 
+def test_racecheck_two_lanes_of_one_simdgroup_store_to_one_address_in_one_step():
+    source = ("threadgroup float t[16];\nuint i = thread_position_in_threadgroup.x;\n"
+              "t[i / 2] = x[i];  // lanes 2k and 2k + 1 together\n"
+              "threadgroup_barrier(mem_flags::mem_threadgroup);\nout[i] = t[i / 2];\n")
+    _, f = found(source, "racecheck", "race", outputs=((32,),), grid=(32, 1, 1),
+                 threadgroup=(32, 1, 1))
+    assert "in the same step" in f.message and "simdgroup 0" in f.message
+    assert "threadgroup variable 't'" in f.message and lines(f) == [3, 3]
+
+
+def test_racecheck_lanes_storing_to_one_address_in_different_steps_do_not_race():
+    """Lane k stores in iteration k: in lockstep, one lane at a time."""
+    source = ("threadgroup float t[1];\nuint i = thread_position_in_threadgroup.x;\n"
+              "for (uint k = 0; k < 32; ++k) {\n  if (k == i) t[0] = x[i];\n}\n"
+              "threadgroup_barrier(mem_flags::mem_threadgroup);\nout[i] = t[0];\n")
+    _, report = check(source, outputs=((32,),), grid=(32, 1, 1), threadgroup=(32, 1, 1))
+    report.assert_ok()
+
+
+def test_racecheck_two_threadgroups_write_one_output_element():
+    source = "uint i = thread_position_in_grid.x;\nout[i % 32] = x[i];\n"
+    _, f = found(source, "racecheck", "race", outputs=((32,),), threadgroup=(32, 1, 1))
+    assert "from two threadgroups without atomics" in f.message and "buffer(1) out" in f.message
+    assert "threadgroup (0, 0, 0)" in f.message and "threadgroup (1, 0, 0)" in f.message
+    assert lines(f) == [2, 2] and f.count == 32
+
+
+def test_racecheck_two_threadgroups_adding_atomically_do_not_race():
+    source = ("uint i = thread_position_in_grid.x;\n"
+              "atomic_fetch_add_explicit(&out[i % 32], x[i], memory_order_relaxed);\n")
+    outputs, report = check(source, outputs=((32,),), threadgroup=(32, 1, 1),
+                            atomic_outputs=True, init_value=0.0)
+    report.assert_ok()
+    np.testing.assert_array_equal(outputs[0], X[:32] + X[32:])
+
+
 def test_racecheck_atomics_do_not_race():
     source = ("threadgroup atomic_int count;\nuint i = thread_position_in_threadgroup.x;\n"
               "if (i == 0) atomic_store_explicit(&count, 0, memory_order_relaxed);\n"
@@ -216,6 +269,52 @@ SYNC_BUGS = {
          "else v = simd_max(v);\nout[i] = v;\n"),
         "divergence", ["simd_max", "simd_sum"]),
 }
+
+
+INACTIVE_LANES = {
+    # The lanes that skip the call return: no deadlock, no divergence at a barrier.
+    "skipping-lanes-return": ("uint i = thread_position_in_grid.x;\n"
+                              "if (thread_index_in_simdgroup >= 16) return;\n"
+                              "out[i] = simd_sum(x[i]);\n",
+                              "lanes 16-31 had returned from the kernel"),
+    # They go on to a barrier the callers reach after the call.
+    "skipping-lanes-at-a-barrier": ("uint i = thread_position_in_grid.x;\nfloat v = x[i];\n"
+                                    "if (thread_index_in_simdgroup < 16) v = simd_sum(v);\n"
+                                    "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+                                    "out[i] = v;\n",
+                                    "lanes 16-31 wait at the threadgroup_barrier at k.metal:4"),
+}
+
+
+@pytest.mark.parametrize("case", INACTIVE_LANES, ids=INACTIVE_LANES.keys())
+def test_synccheck_a_simd_function_with_inactive_lanes(case):
+    """Reported whatever the skipping lanes do next; the run goes on, the
+    result covering the active lanes, as on an Apple GPU."""
+    source, fragment = INACTIVE_LANES[case]
+    outputs, f = found(source, "synccheck", "inactive_lanes", init_value=0.0)
+    assert "simd_sum called by 16 of the 32 lanes of simdgroup" in f.message and fragment in f.message
+    assert lines(f) == [3] and f.count == 2  # once per simdgroup
+    np.testing.assert_array_equal(outputs[0][:16], X[:16].sum())
+    np.testing.assert_array_equal(outputs[0][32:48], X[32:48].sum())
+
+
+def test_synccheck_a_shuffle_reading_an_inactive_lane():
+    source = ("uint i = thread_position_in_grid.x;\n"
+              "if (thread_index_in_simdgroup >= 24) { out[i] = 0.0f; return; }\n"
+              "out[i] = simd_shuffle_down(x[i], 8);  // lanes 16-23 read lanes 24-31\n")
+    _, report = check(source)
+    reads = [f for f in report.findings if f.kind == "inactive_lane_read"]
+    assert len(reads) == 1 and lines(reads[0]) == [3], report
+    assert "lane 16 of simdgroup 0 reads lane 24, which is inactive" in reads[0].message
+    assert reads[0].count == 16  # lanes 16-23 of both simdgroups
+
+
+def test_synccheck_a_partial_simdgroup_is_not_inactive_lanes():
+    """48 threads: the second simdgroup has 16 lanes, none inactive."""
+    source = "uint i = thread_position_in_grid.x;\nout[i] = simd_sum(x[i]) + simd_shuffle_down(x[i], 1);\n"
+    _, report = check(source, inputs=(X[:48],), outputs=((48,),), grid=(48, 1, 1),
+                      threadgroup=(48, 1, 1))
+    report.assert_ok()
 
 
 @pytest.mark.parametrize("case", SYNC_BUGS, ids=SYNC_BUGS.keys())
