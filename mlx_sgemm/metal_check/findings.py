@@ -75,6 +75,7 @@ class Report:
     findings: list[Finding]
     completed: bool = True
     dropped: int = 0  # distinct findings beyond what the runtime keeps
+    dropped_times: int = 0  # how many times those happened
     stats: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
@@ -91,7 +92,8 @@ class Report:
         for f in self.findings:
             out += [f"{_BANNER} {line}" for line in str(f).splitlines()]
         if self.dropped:
-            out.append(f"{_BANNER} ... and {self.dropped} more distinct findings not kept")
+            times = f", {self.dropped_times} times in all" if self.dropped_times > self.dropped else ""
+            out.append(f"{_BANNER} ... and {self.dropped} more distinct findings not kept{times}")
         if not self.completed:
             out.append(f"{_BANNER} the run stopped at the finding above; no outputs")
         errors = len(self.findings) + self.dropped
@@ -102,6 +104,7 @@ class Report:
         return {
             "kernel": self.kernel, "grid": list(self.grid), "threadgroup": list(self.threadgroup),
             "ok": self.ok, "completed": self.completed, "dropped": self.dropped,
+            "dropped_times": self.dropped_times,
             "stats": self.stats, "findings": [f.to_dict() for f in self.findings],
         }
 

@@ -24,7 +24,7 @@ RUN_TIMEOUT_S = 120
 _FINDING = re.compile(
     r"^METAL_HARNESS_FINDING (?P<check>\w+)\t(?P<kind>\w+)\t(?P<pc>[0-9a-f]+)\t(?P<line>\d+)\t"
     r"(?P<pc2>[0-9a-f]+)\t(?P<line2>\d+)\t(?P<count>\d+)\t(?P<message>.*)$", re.MULTILINE)
-_DROPPED = re.compile(r"^METAL_HARNESS_DROPPED (\d+)$", re.MULTILINE)
+_DROPPED = re.compile(r"^METAL_HARNESS_DROPPED (\d+) (\d+)$", re.MULTILINE)
 _INTERNAL = re.compile(r"^METAL_HARNESS_INTERNAL (.*)$", re.MULTILINE)
 _STATS = re.compile(r"^METAL_HARNESS_STATS (?P<stats>.*)$", re.MULTILINE)
 _UNIT_LINE = re.compile(re.escape(UNIT_FILE) + r":(\d+)")
@@ -152,7 +152,7 @@ def dispatch(
             raise compiler.HarnessError(f"the runner refused the job: {m[1]}")
         report.findings = _findings(prog, exe, proc.stderr)
         if m := _DROPPED.search(proc.stderr):
-            report.dropped = int(m[1])
+            report.dropped, report.dropped_times = int(m[1]), int(m[2])
         if proc.returncode != 0:
             report.completed = False
             if not report.findings:

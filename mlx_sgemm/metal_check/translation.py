@@ -169,6 +169,16 @@ def _launcher(source: str, name: str) -> tuple[str, int]:
     return code, buffers
 
 
+def _files_of(kernel) -> SourceFiles | None:
+    """The files and lines of a kernel whose text was assembled from files
+    (``line_origins()``), when they account for every compiled line."""
+    header, body = kernel.line_origins()
+    if (len(header) != kernel.compiled_header().count("\n")
+            or len(body) != kernel.compiled_source().count("\n")):
+        return None
+    return SourceFiles(body_origins=body, header_origins=header)
+
+
 def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
@@ -180,6 +190,8 @@ def program(
     """The translation unit for ``kernel`` called on arrays like ``inputs``."""
     mlx_source = signatures.metal_source(kernel, inputs)
     name = signatures.metal_kernel_name(kernel, inputs)
+    if files is None and hasattr(kernel, "line_origins"):  # this package's kernels
+        files = _files_of(kernel)
     _check_attributes(mlx_source)
     text = _rewrite_threadgroup_declarations(mlx_source)
     if kernel.template:

@@ -142,7 +142,7 @@ def test_memcheck_write_to_an_input():
 def test_memcheck_clean_edge_guard():
     outputs, report = check("uint i = thread_position_in_grid.x;\nif (i < 60) out[i] = x[i];\n"
                             "else out[i] = 0.0f;\n", grid=(64, 1, 1), threadgroup=(32, 1, 1))
-    assert report.ok, report
+    report.assert_ok()
     np.testing.assert_array_equal(outputs[0], np.where(X < 60, X, 0))
 
 
@@ -163,7 +163,7 @@ if (i == 0) out[0] = partial[0];
 
 def test_racecheck_clean_reduction():
     outputs, report = check(REDUCTION, outputs=((1,),))
-    assert report.ok, report
+    report.assert_ok()
     assert outputs[0][0] == X.sum()
 
 
@@ -243,7 +243,7 @@ def test_racecheck_atomics_do_not_race():
               "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
               "out[i] = float(atomic_load_explicit(&count, memory_order_relaxed));\n")
     outputs, report = check(source)
-    assert report.ok, report
+    report.assert_ok()
     assert (outputs[0] == 64).all()
 
 
@@ -346,7 +346,7 @@ def test_initcheck_output_read_without_init_value():
     _, f = found(source, "initcheck", "uninitialized")
     assert "buffer(1) out" in f.message and "init_value" in f.message and lines(f) == [2]
     outputs, report = check(source, init_value=1.0)
-    assert report.ok, report
+    report.assert_ok()
     np.testing.assert_array_equal(outputs[0], X + 1)
 
 
@@ -355,7 +355,7 @@ def test_initcheck_output_elements_never_written():
     _, f = found(source, "initcheck", "unwritten")
     assert "1 of the 64 elements of buffer(1) out were never written (the first: element 63)" in f.message
     _, report = check(source, init_value=0.0)
-    assert report.ok, report
+    report.assert_ok()
 
 
 # ---- the report --------------------------------------------------------------------
@@ -368,6 +368,18 @@ def test_report_text_and_dict():
     assert text.endswith("ERROR SUMMARY: 1 error")
     d = report.to_dict()
     assert d["ok"] is False and d["findings"][0]["locations"][0]["line"] == 2
+
+
+def test_repeats_are_counted_as_repeats_past_the_findings_kept():
+    """300 lines each reading past the end, by 64 threads: 256 distinct
+    findings kept, the other 44 counted once each, their 64 repeats apart."""
+    source = "uint i = thread_position_in_grid.x;\nfloat acc = 0.0f;\n" + "".join(
+        f"acc += x[i + {64 + k}];\n" for k in range(300)) + "out[i] = acc;\n"
+    _, report = check(source)
+    assert len(report.findings) == 256 and all(f.count == 64 for f in report.findings)
+    assert (report.dropped, report.dropped_times) == (44, 44 * 64)
+    assert str(report).endswith("... and 44 more distinct findings not kept, 2816 times in all\n"
+                                "========= ERROR SUMMARY: 300 errors")
 
 
 def test_header_lines_are_named_by_the_header_file():
@@ -384,12 +396,77 @@ def test_header_lines_are_named_by_the_header_file():
 
 # ---- this package's kernels pass every check -------------------------------------------
 
+# (K, N): rows whose length is no multiple of 4 floats go element by element;
+# K and N multiples of 4 (rows 16 bytes apart) take tile_async's async copies.
+SHAPES = {"element-by-element": (21, 70), "async-copy": (20, 68)}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("stage", ["naive", "tile_16", "tile_threads", "tile_simdgroup", "tile_async",
-                                   "small_m"])
-def test_package_kernels_pass_every_check(stage):
-    """Edge tiles in M, N and K, a batch: nothing found."""
+                                   "small_m", "gemm"])
+def test_package_kernels_pass_every_check(stage, shape):
+    """Edge tiles in M, N and K, a batch, both of tile_async's copy paths: nothing found."""
     spec = specs.spec(stage, "metal")
-    a, b = operands((2, 9 if stage == "small_m" else 37, 21), (21, 70))
-    out, report = gemm.checked(spec, a, b)
-    assert report.ok, report
+    k, n = SHAPES[shape]
+    a, b = operands((2, 9 if stage == "small_m" else 37, k), (k, n))
+    stats: dict[str, int] = {}
+    out, report = gemm.checked(spec, a, b, stats=stats)
+    report.assert_ok()
     np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+    if spec.source_file == "tile_async.metal":
+        assert (stats["async_copies"] > 0) == (shape == "async-copy"), stats
+
+
+def test_this_packages_kernels_are_named_by_their_metal_and_header_files():
+    """A finding in a package kernel names kernels/metal/<file>:<line>, the
+    line as written there (the compiled text drops comments and blank lines)."""
+    from mlx_sgemm.build import sources
+
+    from .harness.checks import replace_once, variant
+
+    spec = specs.spec("tile_16", "metal")
+    mutant = variant(spec, header=replace_once(spec.header(), "(r < rows && c < cols) ?",
+                                               "(r < rows && c <= cols) ?"))
+    _, report = gemm.checked(mutant, *operands((33, 17), (17, 65)))
+    f = report.by_check("memcheck")[0]
+    loc = f.locations[0]
+    assert loc.path == "kernels/metal/sgemm/operand.h", str(report)
+    written = (sources.kernels_dir() / "metal" / "sgemm" / "operand.h").read_text()
+    assert loc.text.strip() and written.splitlines()[loc.line - 1].strip().startswith(
+        loc.text.strip()[:20])
+    assert "threadgroup variable" not in loc.path
+    races = gemm.checked(variant(spec, body=spec.source().replace(
+        "threadgroup_barrier(mem_flags::mem_threadgroup);", "", 1)),
+        *operands((33, 17), (17, 65)))[1].by_check("racecheck")
+    # The body lost a barrier's line: its lines no longer match the file's, and
+    # it is named as MLX generates it rather than by wrong lines.
+    assert races and "as MLX generates it" in races[0].locations[0].path
+
+
+def test_pytest_shows_the_whole_report_of_a_failing_check(tmp_path):
+    """report.assert_ok() fails with the report as written, not pytest's repr
+    of it cut at 240 characters."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    test = tmp_path / "test_failing_kernel.py"
+    test.write_text(
+        "from mlx_sgemm.metal_check import metal_kernel\n"
+        "import numpy as np\n\n"
+        "def test_it():\n"
+        "    k = metal_kernel(name='k', input_names=['x'], output_names=['out'],\n"
+        "                     source='uint i = thread_position_in_grid.x;\\nout[i] = x[i + 1];\\n',\n"
+        "                     source_path='k.metal')\n"
+        "    _, report = k(inputs=[np.zeros(64, np.float32)], output_shapes=[(64,)],\n"
+        "                  output_dtypes=['float32'], grid=(64, 1, 1), threadgroup=(64, 1, 1))\n"
+        "    report.assert_ok()\n")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1
+    for line in ("memcheck: out_of_bounds: a 4-byte read 4 bytes past the end of buffer(0) x",
+                 "at k.metal:2: out[i] = x[i + 1];", "ERROR SUMMARY: 1 error"):
+        assert line in run.stdout, run.stdout[-3000:]
