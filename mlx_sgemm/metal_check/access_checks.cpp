@@ -130,43 +130,39 @@ void describe_access(const Access& a, char* out, size_t size) {
   snprintf(out, size, "a %s by %s", access_name(a.write), thread);
 }
 
-void report_race(const Region& r, size_t byte, const Access& first, const Access& second) {
+// A race on byte `byte` of `r` between two accesses: of two simdgroups with no
+// barrier between them, or (`same_step`) two stores of lanes of one
+// simdgroup in the same step (after as many edges of the code: lanes run in
+// lockstep), where which value lands is undefined.
+void report_race(const Region& r, size_t byte, const Access& first, const Access& second,
+                 bool same_step) {
   char* message = new_finding("racecheck", "race", Site{first.pc, first.line},
                               Site{second.pc, second.line}, key_of(r));
   if (!message) return;
   char a[256], b[256];
   describe_access(first, a, sizeof a);
   describe_access(second, b, sizeof b);
-  char since[96];
-  if (g_interval_start_line)
-    snprintf(since, sizeof since, "since the threadgroup_barrier at @line:%u@", g_interval_start_line);
-  else
-    snprintf(since, sizeof since, "since the threadgroup started");
-  char hint[192] = "";
-  if (first.barriers != second.barriers)
-    snprintf(hint, sizeof hint,
-             "; the threadgroup_barrier at @line:%u@ between them orders no threadgroup memory "
-             "(no mem_flags::mem_threadgroup)",
-             g_last_barrier_line);
-  snprintf(message, kMessageSize,
-           "%s and %s, of byte %zu of %s, with no threadgroup barrier between them (%s%s)", a, b,
-           byte, r.name, since, hint);
-}
-
-// Two lanes of one simdgroup writing one byte at the same store in the same
-// step (after as many edges of the code: lanes run in lockstep): which value
-// lands is undefined.
-void report_same_step(const Region& r, size_t byte, const Access& first, const Access& second) {
-  char* message = new_finding("racecheck", "race", Site{first.pc, first.line},
-                              Site{second.pc, second.line}, key_of(r));
-  if (!message) return;
-  char a[256], b[256];
-  describe_access(first, a, sizeof a);
-  describe_access(second, b, sizeof b);
-  snprintf(message, kMessageSize,
-           "%s and %s, of byte %zu of %s, in the same step: two lanes of one simdgroup store to "
-           "one address together, and which value lands is undefined",
-           a, b, byte, r.name);
+  char why[320];
+  if (same_step) {
+    snprintf(why, sizeof why,
+             "in the same step: two lanes of one simdgroup store to one address together, and "
+             "which value lands is undefined");
+  } else {
+    char since[96];
+    if (g_interval_start_line)
+      snprintf(since, sizeof since, "since the threadgroup_barrier at @line:%u@",
+               g_interval_start_line);
+    else
+      snprintf(since, sizeof since, "since the threadgroup started");
+    char hint[192] = "";
+    if (first.barriers != second.barriers)
+      snprintf(hint, sizeof hint,
+               "; the threadgroup_barrier at @line:%u@ between them orders no threadgroup memory "
+               "(no mem_flags::mem_threadgroup)",
+               g_last_barrier_line);
+    snprintf(why, sizeof why, "with no threadgroup barrier between them (%s%s)", since, hint);
+  }
+  snprintf(message, kMessageSize, "%s and %s, of byte %zu of %s, %s", a, b, byte, r.name, why);
 }
 
 void racecheck(Region& r, size_t off, size_t n, bool write, Site s) {
@@ -183,7 +179,7 @@ void racecheck(Region& r, size_t off, size_t n, bool write, Site s) {
     if (write && !reported && c.writer.valid && c.writer.tid != me &&
         simdgroup_of(c.writer.tid) == sg && s.pc && c.writer.pc == s.pc &&
         c.writer.step == mine.step) {
-      report_same_step(r, i, c.writer, mine);
+      report_race(r, i, c.writer, mine, true);
       reported = true;
     }
     const Access* other = nullptr;
@@ -194,7 +190,7 @@ void racecheck(Region& r, size_t off, size_t n, bool write, Site s) {
     else if (write && c.other_reader.valid && simdgroup_of(c.other_reader.tid) != sg)
       other = &c.other_reader;
     if (other && !reported) {
-      report_race(r, i, *other, mine);
+      report_race(r, i, *other, mine, false);
       reported = true;
     }
     if (write)

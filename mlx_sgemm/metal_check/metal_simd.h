@@ -160,13 +160,16 @@ MH_SIMD_PREFIX(simd_prefix_exclusive_product, times, 1, true)
 #undef MH_SIMD_PREFIX
 
 // Shuffles: which lane each lane reads, from its own index l and the caller's
-// parameter p (a lane, a delta or a mask; every lane passes its own).
+// parameter q (a lane, a delta or a mask; every lane passes its own); base is
+// the first lane of l's quad (quad-group shuffles, below).
 #define MH_SIMD_SHUFFLE(name, source)                                                  \
   template <typename T>                                                                \
   inline T name(T x, ushort p, unsigned line = __builtin_LINE()) {                     \
     return mh_detail::simd_collective(#name, x, p, line, [&](void* const* lanes, int l) { \
       const long q = long(mh_detail::lane_args<T>(lanes, l)->param);                    \
+      const int base = l & ~3;                                                         \
       (void)q;                                                                         \
+      (void)base;                                                                      \
       return mh_detail::read_lane<T>(lanes, l, source, #name, line);                   \
     });                                                                                \
   }
@@ -178,7 +181,6 @@ MH_SIMD_SHUFFLE(simd_shuffle_up, l - q >= 0 ? l - q : l)
 MH_SIMD_SHUFFLE(simd_shuffle_xor, l ^ q)
 MH_SIMD_SHUFFLE(simd_shuffle_rotate_down, (l + q) % 32)
 MH_SIMD_SHUFFLE(simd_shuffle_rotate_up, ((l - q) % 32 + 32) % 32)
-#undef MH_SIMD_SHUFFLE
 
 // Quad-group functions (section 6.9.3): the same over groups of 4 lanes
 // (lanes 4q .. 4q + 3), each one collective of the whole simdgroup here.
@@ -204,24 +206,13 @@ MH_QUAD_REDUCE(quad_product, mh_detail::times())
 MH_QUAD_REDUCE(quad_max, [](T a, T b) { return max(a, b); })
 MH_QUAD_REDUCE(quad_min, [](T a, T b) { return min(a, b); })
 #undef MH_QUAD_REDUCE
-// Which lane of the quad each lane reads (from its own index l and parameter q).
-#define MH_QUAD_SHUFFLE(name, source)                                                    \
-  template <typename T>                                                                  \
-  inline T name(T x, ushort p, unsigned line = __builtin_LINE()) {                       \
-    return mh_detail::simd_collective(#name, x, p, line, [&](void* const* lanes, int l) { \
-      const long q = long(mh_detail::lane_args<T>(lanes, l)->param);                      \
-      const int base = l & ~3;                                                           \
-      (void)q;                                                                           \
-      (void)base;                                                                        \
-      return mh_detail::read_lane<T>(lanes, l, source, #name, line);                     \
-    });                                                                                  \
-  }
-MH_QUAD_SHUFFLE(quad_shuffle, base + q % 4)
-MH_QUAD_SHUFFLE(quad_broadcast, base + q % 4)
-MH_QUAD_SHUFFLE(quad_shuffle_xor, base + ((l - base) ^ q) % 4)
-MH_QUAD_SHUFFLE(quad_shuffle_down, l - base + q < 4 ? l + q : l)
-MH_QUAD_SHUFFLE(quad_shuffle_up, l - base - q >= 0 ? l - q : l)
-#undef MH_QUAD_SHUFFLE
+// Which lane of its quad each lane reads.
+MH_SIMD_SHUFFLE(quad_shuffle, base + q % 4)
+MH_SIMD_SHUFFLE(quad_broadcast, base + q % 4)
+MH_SIMD_SHUFFLE(quad_shuffle_xor, base + ((l - base) ^ q) % 4)
+MH_SIMD_SHUFFLE(quad_shuffle_down, l - base + q < 4 ? l + q : l)
+MH_SIMD_SHUFFLE(quad_shuffle_up, l - base - q >= 0 ? l - q : l)
+#undef MH_SIMD_SHUFFLE
 
 // simd_ballot: a bit per lane whose predicate is true (lanes taking no part: 0).
 struct simd_vote {
