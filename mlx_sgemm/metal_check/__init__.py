@@ -4,7 +4,9 @@ like NVIDIA's compute-sanitizer's.
 Use :func:`metal_kernel` as ``mx.fast.metal_kernel`` (same arguments, same
 call), or the command line, ``mlx-sgemm check-kernel my_kernel.metal --grid
 ... --threadgroup ... --inputs x=x.npy --outputs out:64:float32``. The result
-is the outputs and a :class:`Report` of findings:
+is the outputs and a :class:`Report` of findings. Or run a library's own
+code with :func:`checked_metal_kernels`, inside which ``mx.fast.metal_kernel``
+itself returns checked kernels (``mx.array`` in and out). The checks:
 
 * **memcheck**: every read and write outside a buffer or a threadgroup
   variable (its exact size; which buffer, how far off, which thread, which

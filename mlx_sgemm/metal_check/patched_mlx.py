@@ -24,8 +24,9 @@ names the modules to import anew inside the block (their kernels are then
 checked ones) and once more on the way out (MLX's again).
 
 Where a kernel's ``source`` string appears verbatim in the Python file that
-called ``metal_kernel``, the report names that file's lines; otherwise the
-lines of the string, under the kernel's name and that file.
+called ``metal_kernel`` (a triple-quoted string), the report names that
+file's lines; otherwise the lines of the string itself ("the source of k
+(built in file.py):3").
 """
 
 from __future__ import annotations
@@ -73,18 +74,19 @@ class CheckLog:
             raise FindingsError("\n\n".join(bad))
 
 
-def _source_origin(source: str, caller: Path | None) -> tuple[str, int]:
-    """The file to name a kernel's lines by, and the line its source starts at
-    (1 when the string is not found verbatim in the caller's file)."""
-    if caller is None:
-        return "source", 1
-    try:
-        text = caller.read_text()
-    except OSError:
-        return str(caller), 1
-    at = text.find(source)
+def _source_origin(source: str, what: str, caller: Path | None) -> tuple[str, int]:
+    """What to name a kernel's lines by, and the line its text starts at: the
+    caller's file where the text stands in it verbatim (once), else the
+    string itself (``what``: "the source of k", built in the caller's file)."""
+    text = ""
+    if caller is not None:
+        try:
+            text = caller.read_text()
+        except OSError:
+            pass
+    at = text.find(source) if source.strip() else -1
     if at < 0 or text.find(source, at + 1) >= 0:
-        return str(caller), 1
+        return f"{what} (built in {caller.name if caller else 'an unknown file'})", 1
     return str(caller), text.count("\n", 0, at) + 1
 
 
@@ -128,8 +130,8 @@ def checked_metal_kernels(*, reload: Sequence[str] = (), raise_on_findings: bool
                 atomic_outputs=False, **kwargs):
         frame = inspect.currentframe().f_back
         caller = Path(frame.f_code.co_filename) if frame is not None else None
-        body_path, body_first = _source_origin(source, caller)
-        header_path, header_first = _source_origin(header, caller) if header else ("header", 1)
+        body_path, body_first = _source_origin(source, f"the source of {name}", caller)
+        header_path, header_first = _source_origin(header, f"the header of {name}", caller)
         kernel = metal_kernel(name, input_names, output_names, source, header,
                               ensure_row_contiguous, atomic_outputs, **kwargs)
         files = translation.SourceFiles(body_path, header_path, body_first, header_first)
