@@ -96,7 +96,8 @@ struct components<vec<T, N>> {
     using result = vec;                                          \
     static constexpr bool mh_swizzle = true;                     \
     T d[Src];                                                    \
-    operator vec() const { return vec(d[I]...); }                \
+    template <typename Self>                                     \
+    operator vec(this const Self& self) { return vec(self.d[I]...); } \
   };
 
 // (Two-component vectors have no swizzles: .x and .y only.)
@@ -156,7 +157,7 @@ struct vec : vec_storage<T, N> {
   }
   // Components: any mix of scalars and vectors that adds up to N.
   template <typename A, typename B, typename... Rest>
-  vec(A a, B b, Rest... rest) {
+  vec(const A& a, const B& b, const Rest&... rest) {
     static_assert(mh_detail::components<decltype(take(a))>::value +
                           mh_detail::components<decltype(take(b))>::value +
                           (0 + ... + mh_detail::components<decltype(take(rest))>::value) ==
@@ -169,11 +170,17 @@ struct vec : vec_storage<T, N> {
   }
   // Between element types only explicitly, as in Metal.
   template <typename U>
-  explicit vec(const vec<U, N>& o) {
+  explicit vec(vec<U, N> o) {
     for (int i = 0; i < N; ++i) this->v[i] = T(o.v[i]);
   }
+  // From a swizzle of another element type (`float2(h.zw)`): its conversion
+  // (copy-initialization, which this explicit constructor takes no part in),
+  // then the element-wise one.
   template <typename S, bool = S::mh_swizzle>
-  explicit vec(const S& s) : vec(typename S::result(s)) {}
+  explicit vec(const S& s) {
+    const typename S::result r = s;
+    for (int i = 0; i < N; ++i) this->v[i] = T(r.v[i]);
+  }
 
   // A vector in device, constant or threadgroup memory (`float4 v = p[i];`,
   // `device float4* p`): C++ binds no reference of the generic address space
@@ -197,7 +204,7 @@ struct vec : vec_storage<T, N> {
   template <typename U, MH_IF_SCALAR(U)>
   static U take(U u) { return u; }
   template <typename U, int M>
-  static vec<U, M> take(const vec<U, M>& u) { return u; }
+  static vec<U, M> take(vec<U, M> u) { return u; }
   template <typename S, bool = S::mh_swizzle>
   static typename S::result take(const S& s) { return s; }
   template <typename U, MH_IF_SCALAR(U)>
@@ -349,6 +356,13 @@ inline T dot(vec<T, N> a, vec<T, N> b) {
 }
 template <typename T, MH_IF_SCALAR(T)>
 inline T select(T a, T b, bool c) { return c ? b : a; }
+template <typename T, int N>
+inline vec<T, N> select(vec<T, N> a, vec<T, N> b, vec<bool, N> c) {
+  for (int i = 0; i < N; ++i) a.v[i] = c.v[i] ? b.v[i] : a.v[i];
+  return a;
+}
+template <typename T, int N>
+inline vec<T, N> select(vec<T, N> a, vec<T, N> b, bool c) { return c ? b : a; }
 
 // Element-wise clamp, with vector or scalar bounds.
 template <typename T, int N>

@@ -16,11 +16,11 @@ X = np.arange(64, dtype=np.float32)
 def run(source, x=X, grid=64, out_dtype="float32", out_size=None):
     kernel = metal_kernel(name="k", input_names=["x"], output_names=["out"], source=source,
                           source_path="k.metal")
-    (out,), report = kernel(inputs=[x], output_shapes=[(out_size or x.size,)],
-                            output_dtypes=[out_dtype], grid=(grid, 1, 1),
-                            threadgroup=(grid, 1, 1))
+    outputs, report = kernel(inputs=[x], output_shapes=[(out_size or x.size,)],
+                             output_dtypes=[out_dtype], grid=(grid, 1, 1),
+                             threadgroup=(grid, 1, 1))
     report.assert_ok()
-    return out
+    return outputs[0]
 
 
 def test_float4_loads_and_stores_through_device_pointers():
@@ -126,3 +126,14 @@ def test_simdgroup_matrix_of_half():
     out = run(source, grid=32)
     a = (X * 0.125).astype(np.float16).astype(np.float32).reshape(8, 8)
     np.testing.assert_allclose(out.reshape(8, 8), (a @ a).astype(np.float16), rtol=1e-3)
+
+
+def test_swizzles_conversions_and_select_on_vectors_in_device_and_threadgroup_memory():
+    out = run("threadgroup half4 t[16];\n"
+              "uint i = thread_position_in_grid.x;\n"
+              "const device float4* x4 = (const device float4*)x;\n"
+              "t[i] = half4(x4[i]);\n"
+              "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+              "float4 v = float4(x4[i].xy, float2(t[i].zw));\n"
+              "((device float4*)out)[i] = select(float4(-1.0f), v, v > float4(10.0f));\n", grid=16)
+    np.testing.assert_array_equal(out, np.where(X > 10, X, -1))
