@@ -23,8 +23,8 @@ extern "C" char __ehdr_start;  // the linker's symbol for the ELF header
 namespace mh {
 namespace {
 
-constexpr int kMaxFindings = 256;
-constexpr int kTableSize = 1024;  // open addressing over findings, a power of 2
+constexpr int kMaxFindings = 2048;
+constexpr int kTableSize = 4096;  // open addressing over findings, a power of 2
 
 struct Finding {
   const char* check;
