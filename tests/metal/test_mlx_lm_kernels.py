@@ -52,6 +52,13 @@ def test_mlx_lm_kernel(checked, case):
         np.testing.assert_allclose(g, w, rtol=corpus.TOLERANCE, atol=corpus.TOLERANCE)
 
 
+def test_the_docs_python_example_runs():
+    import re
+
+    code = re.search(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)[1]
+    exec(compile(code, str(DOC), "exec"), {})
+
+
 def test_the_docs_give_the_corpus_coverage():
     assert corpus.coverage_table() in DOC.read_text(), (
         "docs/metal-checker.md's mlx-lm table differs from tests/metal/mlx_lm_corpus.py's "
