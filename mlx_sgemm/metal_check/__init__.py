@@ -65,14 +65,16 @@ simdgroup are taken to run in lockstep (as Apple GPUs run them), so racecheck
 compares them only for stores to one address in the same step (each lane's
 count of the code's edges taken); simdgroup functions called from diverging
 branches are reported, and, where the other lanes returned or wait at a
-barrier, performed for the active lanes as the hardware would. Memory ordering is modelled only through barriers' ``mem_flags``
-(a barrier without ``mem_threadgroup`` does not separate threadgroup accesses
-for racecheck); atomics never race with each other; in device memory
-racecheck looks only at outputs written by two threadgroups.
-Not modelled (they fail to compile, or are refused): textures, function
-constants, simdgroup matrices other than 8x8 of float, half or bfloat,
-bfloat16 arrays (NumPy has no bfloat16; ``bfloat`` inside a kernel works). Linux on x86-64 (and aarch64, untested); the compiler is
-clang from the ``ziglang`` package (``pip install "mlx-sgemm[check]"``).
+barrier, performed for the active lanes as the hardware would. Memory
+ordering is modelled only through barriers' ``mem_flags`` (a barrier without
+``mem_threadgroup`` does not separate threadgroup accesses for racecheck);
+atomics never race with each other; in device memory racecheck looks only at
+outputs written by two threadgroups. Not modelled (they fail to compile, or
+are refused): textures, function constants, simdgroup matrices other than
+8x8 of float, half or bfloat, bfloat16 arrays (NumPy has no bfloat16;
+``bfloat`` inside a kernel works). Linux on x86-64 (and aarch64, untested);
+the compiler is clang from the ``ziglang`` package
+(``pip install "mlx-sgemm[check]"``).
 """
 
 from .command import add_parser as add_parser

@@ -40,7 +40,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from . import translation
-from .findings import KernelError, Report
+from .findings import Report
 from .kernel import CheckedKernel, metal_kernel
 
 
@@ -158,5 +158,4 @@ def checked_metal_kernels(*, reload: Sequence[str] = (), raise_on_findings: bool
         reload_all()
 
 
-__all__ = ["CheckLog", "Dispatch", "FindingsError", "KernelError", "MLXCheckedKernel",
-           "checked_metal_kernels"]
+__all__ = ["CheckLog", "Dispatch", "FindingsError", "MLXCheckedKernel", "checked_metal_kernels"]
