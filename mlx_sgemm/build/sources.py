@@ -120,6 +120,51 @@ def include(backend: str, filename: str) -> str:
     return for_compiler(without_includes(read(backend, filename)))
 
 
+def compiled_lines(text: str) -> list[int]:
+    """For each line of ``for_compiler(text)``, the line of ``text`` it comes
+    from (where its first character was): what a diagnostic or a checker's
+    finding about the compiled text names, in the file as written."""
+    pieces, origins, pos = [], [], 0
+    for m in _LITERALS_AND_COMMENTS.finditer(text):
+        pieces.append(text[pos:m.start()])
+        origins.extend(range(pos, m.start()))
+        token = m.group(0)
+        kept = token if token[0] in "\"'" else ("" if token.startswith("//") else " ")
+        pieces.append(kept)
+        origins.extend(range(m.start(), m.start() + len(kept)))
+        pos = m.end()
+    pieces.append(text[pos:])
+    origins.extend(range(pos, len(text)))
+    joined = "".join(pieces)
+    lines, start = [], 0
+    for line in joined.split("\n"):
+        stripped = line.strip()
+        if stripped:
+            first = start + line.index(stripped[0])
+            lines.append(text.count("\n", 0, origins[first]) + 1)
+        start += len(line) + 1
+    return lines
+
+
+def compiled_origins(backend: str, filename: str, prefix: str = "") -> tuple[
+        tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]:
+    """Where each line of a Metal stage's compiled header (``prefix``, then the
+    headers :func:`headers_text` joins) and compiled body comes from:
+    (``kernels/metal/<file>``, line). Include lines are blanked rather than
+    taken out, which changes no compiled line and keeps the numbering."""
+    def blank_includes(text: str) -> str:
+        return _INCLUDE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+
+    def origins(name: str) -> list[tuple[str, int]]:
+        where = f"kernels/{backend}/{name}"
+        return [(where, n) for n in compiled_lines(blank_includes(read(backend, name)))]
+
+    header = [("(the stage's macros)", n) for n in compiled_lines(prefix)] if prefix else []
+    for name in closure(backend, filename):
+        header += origins(name)
+    return tuple(header), tuple(origins(filename))
+
+
 @functools.cache
 def digest(backend: str, *filenames: str, extra: str = "") -> str:
     """A short hash of the files' contents, of every file they include (and of

@@ -163,6 +163,12 @@ class KernelSpec:
         mention = f"// reads {', '.join(named)}\n" if named else ""
         return mention + sources.include(self.backend, self.source_file)
 
+    def line_origins(self):
+        """Metal: where each line of compiled_header() and compiled_source()
+        comes from, (``kernels/metal/<file>``, line), for the checker's
+        findings and clang's diagnostics (:func:`sources.compiled_origins`)."""
+        return sources.compiled_origins(self.backend, self.source_file, self._defines())
+
     def compiled_header(self) -> str:
         if self.backend != "cuda":
             return sources.for_compiler(self.header())

@@ -4,17 +4,24 @@ like NVIDIA's compute-sanitizer's.
 Use :func:`metal_kernel` as ``mx.fast.metal_kernel`` (same arguments, same
 call), or the command line, ``mlx-sgemm check-kernel my_kernel.metal --grid
 ... --threadgroup ... --inputs x=x.npy --outputs out:64:float32``. The result
-is the outputs and a :class:`Report` of findings:
+is the outputs and a :class:`Report` of findings. Or run a library's own
+code with :func:`checked_metal_kernels`, inside which ``mx.fast.metal_kernel``
+itself returns checked kernels (``mx.array`` in and out). The checks:
 
 * **memcheck**: every read and write outside a buffer or a threadgroup
-  variable (which buffer, how far off, which thread, which source line), and
-  writes to inputs;
+  variable (its exact size; which buffer, how far off, which thread, which
+  source line), a fixed-size array indexed past its end (the array, the index,
+  the line; the run goes on), and writes to inputs;
 * **racecheck**: two threads of different simdgroups touching one byte of
-  threadgroup memory between two barriers that order it, at least one writing:
-  both threads and both lines;
+  threadgroup memory between two barriers that order it, at least one writing,
+  or two lanes of one simdgroup storing to it in the same step; two
+  threadgroups writing one byte of an output without atomics: both threads
+  and both lines;
 * **synccheck**: a barrier not reached by every thread of the threadgroup
-  (threads at different barriers, threads that returned before it), and
-  simdgroup functions not reached by every lane;
+  (threads at different barriers, threads that returned before it), lanes at
+  different simdgroup functions, a simdgroup function called while lanes are
+  inactive (returned, or waiting at a barrier), a shuffle reading an inactive
+  lane;
 * **initcheck**: reads of threadgroup memory or of outputs never written
   (outputs are uninitialized in MLX unless ``init_value`` is given), and
   output elements no thread wrote.
@@ -55,17 +62,19 @@ measure or model Apple GPU timing or occupancy, nor Apple's compiler itself
 emulated: 32-lane simdgroups whose collective operations (matrix
 loads/multiplies, simd_sum, shuffles) meet in one place; lanes of one
 simdgroup are taken to run in lockstep (as Apple GPUs run them), so racecheck
-does not compare them with each other; simdgroup functions called from
-diverging branches are reported, where the hardware would run the active
-lanes. Memory ordering is modelled only through barriers' ``mem_flags``
-(a barrier without ``mem_threadgroup`` does not separate threadgroup accesses
-for racecheck); atomics never race with each other, and racecheck looks at
-threadgroup memory only (not at device memory shared between threadgroups).
-Not modelled (they fail to compile, or are refused): textures, function
-constants, quad-group functions, simdgroup matrices other than float 8x8,
-half literals written with the ``h`` suffix, bfloat16 arrays (NumPy has no
-bfloat16; ``bfloat`` inside a kernel works). Linux on x86-64 (and aarch64, untested); the compiler is
-clang from the ``ziglang`` package (``pip install "mlx-sgemm[check]"``).
+compares them only for stores to one address in the same step (each lane's
+count of the code's edges taken); simdgroup functions called from diverging
+branches are reported, and, where the other lanes returned or wait at a
+barrier, performed for the active lanes as the hardware would. Memory
+ordering is modelled only through barriers' ``mem_flags`` (a barrier without
+``mem_threadgroup`` does not separate threadgroup accesses for racecheck);
+atomics never race with each other; in device memory racecheck looks only at
+outputs written by two threadgroups. Not modelled (they fail to compile, or
+are refused): textures, function constants, simdgroup matrices other than
+8x8 of float, half or bfloat, bfloat16 arrays (NumPy has no bfloat16;
+``bfloat`` inside a kernel works). Linux on x86-64 (and aarch64, untested);
+the compiler is clang from the ``ziglang`` package
+(``pip install "mlx-sgemm[check]"``).
 """
 
 from .command import add_parser as add_parser
@@ -80,8 +89,12 @@ from .findings import Report as Report
 from .kernel import CheckedKernel as CheckedKernel
 from .kernel import CheckResult as CheckResult
 from .kernel import metal_kernel as metal_kernel
+from .patched_mlx import CheckLog as CheckLog
+from .patched_mlx import FindingsError as FindingsError
+from .patched_mlx import checked_metal_kernels as checked_metal_kernels
 
 __all__ = [
-    "CHECKS", "CheckResult", "CheckedKernel", "CompileError", "Finding", "HarnessError",
-    "KernelError", "Location", "Report", "add_parser", "metal_kernel", "run_command",
+    "CHECKS", "CheckLog", "CheckResult", "CheckedKernel", "CompileError", "Finding",
+    "FindingsError", "HarnessError", "KernelError", "Location", "Report", "add_parser",
+    "checked_metal_kernels", "metal_kernel", "run_command",
 ]

@@ -8,8 +8,9 @@ The file holds what ``source=`` would (the body; ``--header`` a file for
 ``header=``). Inputs are ``name=file.npy`` (or ``name=<number>`` for a scalar:
 an int is int32, a float float32, as MLX converts Python numbers), in the
 kernel's input order; outputs ``name:shape:dtype`` (shape ``4x256`` or
-``4,256``). Exit status: 0 when every check passes, 1 when one finds a problem
-(or the kernel does not compile), 2 for bad arguments.
+``4,256``). Exit status: 0 when every check passes, 1 when one finds a
+problem in the kernel, 2 when there is no verdict: bad arguments, a kernel
+that does not compile (or uses what the checker does not model), no compiler.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ import sys
 from pathlib import Path
 
 _NAME = re.compile(r"^[A-Za-z_]\w*$")
+
+# Exit statuses: a verdict (clean, findings), or none (the kernel could not be run).
+CLEAN, FINDINGS, NO_VERDICT = 0, 1, 2
 
 
 def _triple(text: str) -> tuple[int, int, int]:
@@ -175,15 +179,15 @@ def run_command(parser: argparse.ArgumentParser, args) -> int:
             template=args.template, init_value=args.init_value, seed=args.seed)
     except CompileError as e:
         print(f"{args.source}: does not compile:\n{e.message}", file=sys.stderr)
-        return 1
+        return NO_VERDICT
     except KernelError as e:  # something the checker does not model
         print(f"mlx-sgemm: {e}", file=sys.stderr)
-        return 1
+        return NO_VERDICT
     except (TypeError, ValueError) as e:  # arguments MLX would refuse
         parser.error(str(e).replace("\n", " "))
-    except HarnessError as e:
+    except HarnessError as e:  # no compiler, or the runtime could not run the job
         print(f"mlx-sgemm: {e}", file=sys.stderr)
-        return 1
+        return NO_VERDICT
     if args.json:
         print(json.dumps(report.to_dict(), indent=1))
     else:
@@ -192,7 +196,7 @@ def run_command(parser: argparse.ArgumentParser, args) -> int:
         args.save_outputs.mkdir(parents=True, exist_ok=True)
         for (name, _, _), out in zip(args.outputs, outputs):
             np.save(args.save_outputs / f"{name}.npy", out)
-    return 0 if report.ok else 1
+    return CLEAN if report.ok else FINDINGS
 
 
 def _identifier_from(stem: str) -> str:

@@ -3,10 +3,14 @@ once per source (both cached by the hash of what goes into them).
 
 The kernel's translation unit is compiled with the flags that make the checks
 possible: every load and store calls the runtime first
-(``-fsanitize-coverage=trace-loads,trace-stores``), vectorization off so that
-no access is wider than the callbacks cover (16 bytes), fixed-size arrays
-indexed out of bounds trap (``-fsanitize=array-bounds``), and line tables in
-DWARF 4 (``source_lines.py`` reads them).
+(``-fsanitize-coverage=trace-loads,trace-stores``), and so does every edge
+between basic blocks (``trace-pc-guard``: each lane's count of them says
+which lanes store together, in the same step), vectorization off so that
+no access is wider than the callbacks cover (16 bytes), no loop becomes a
+memcpy call (``-fno-builtin``: its stores would go unseen), a fixed-size
+array indexed out of bounds calls a handler that reports it and lets the run
+go on (``-fsanitize=array-bounds``, recoverable: access_checks.cpp), and line
+tables in DWARF 4 (``source_lines.py`` reads them).
 """
 
 from __future__ import annotations
@@ -30,15 +34,19 @@ HEADERS = ("runtime.h", "runtime_internal.h", "context.h", "metal_compat.h", "me
            "mlx_utils.h")
 
 CXXFLAGS = [
-    "-x", "c++", "-std=c++17", "-O1", "-fno-strict-aliasing",
+    "-x", "c++", "-std=c++23", "-O1", "-fno-strict-aliasing",
     "-Wall", "-Wno-unknown-attributes", "-Wno-unused-variable",
     "-Wno-unused-but-set-variable", "-Wno-gnu-anonymous-struct", "-Wno-nested-anon-types",
     "-fno-sanitize=all",
 ]
 KERNEL_FLAGS = [
-    "-fsanitize=array-bounds", "-fsanitize-trap=all",
-    "-fsanitize-coverage=func,trace-loads,trace-stores",
+    "-fsanitize=array-bounds", "-fno-sanitize-trap=all", "-fsanitize-recover=array-bounds",
+    "-fsanitize-coverage=edge,trace-pc-guard,trace-loads,trace-stores",
     "-fno-vectorize", "-fno-slp-vectorize",
+    # No loop turned into a memcpy or memset call, which the instrumentation
+    # would not see (a kernel's copy of its registers into an output would
+    # be missed by memcheck and initcheck).
+    "-fno-builtin",
     "-gline-tables-only", "-gdwarf-4",
 ]
 INCLUDES = ["-I", str(HERE), "-I", str(INCLUDE_DIR)]
@@ -88,7 +96,10 @@ def build_dir() -> Path:
 
 
 def _run_compiler(args: list[str]) -> None:
-    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    except OSError as e:  # METAL_HARNESS_CXX names no program
+        raise HarnessError(f"the Metal checker's compiler {args[0]!r} cannot run: {e}") from None
     if proc.returncode != 0:
         raise CompilerFailed(proc.stderr.strip() or proc.stdout.strip())
 

@@ -2,6 +2,7 @@
 //
 // A finding is kept once per (kind, sites, key) and counted when it repeats:
 // a race in an inner loop is one finding with a count, not a million lines.
+// Past kMaxFindings distinct ones, the rest are counted (distinct, and times).
 // They are written to stderr when the run ends, one line each:
 //
 //   METAL_HARNESS_FINDING <check>\t<kind>\t<pc>\t<line>\t<pc2>\t<line2>\t<count>\t<message>
@@ -22,8 +23,8 @@ extern "C" char __ehdr_start;  // the linker's symbol for the ELF header
 namespace mh {
 namespace {
 
-constexpr int kMaxFindings = 256;
-constexpr int kTableSize = 1024;  // open addressing over findings, a power of 2
+constexpr int kMaxFindings = 2048;
+constexpr int kTableSize = 4096;  // open addressing over findings, a power of 2
 
 struct Finding {
   const char* check;
@@ -36,8 +37,29 @@ struct Finding {
 
 Finding g_findings[kMaxFindings];
 int g_count = 0;
-uint64_t g_dropped = 0;  // distinct findings beyond kMaxFindings
 int g_table[kTableSize];  // index + 1 into g_findings, 0: empty
+// Findings beyond kMaxFindings are not kept, but counted: the distinct ones
+// (by their hash, remembered in a table of their own, up to its size) and
+// every time one happens. A repeat is not a new finding.
+constexpr int kDroppedTableSize = 1 << 14;
+uint64_t g_dropped_hashes[kDroppedTableSize];  // 0: empty
+uint64_t g_dropped = 0;  // distinct
+uint64_t g_dropped_times = 0;
+
+void count_dropped(uint64_t h) {
+  ++g_dropped_times;
+  h |= 1;  // never 0, the empty slot
+  for (int probe = 0; probe < kDroppedTableSize; ++probe) {
+    uint64_t& slot = g_dropped_hashes[(h + uint64_t(probe)) & (kDroppedTableSize - 1)];
+    if (slot == h) return;
+    if (slot == 0) {
+      slot = h;
+      ++g_dropped;
+      return;
+    }
+  }
+  ++g_dropped;  // the table is full: counted as new
+}
 
 uint64_t hash_of(const char* kind, Site a, Site b, int key) {
   uint64_t h = 1469598103934665603ULL;
@@ -93,6 +115,8 @@ void sanitize(char* s) {
     if (*s == '\t' || *s == '\n' || *s == '\r') *s = ' ';
 }
 
+}  // namespace
+
 // The check each kind of finding belongs to; "error" for what no check owns
 // (a crash, a timeout, something the harness does not model).
 const char* check_of(const char* kind) {
@@ -100,13 +124,12 @@ const char* check_of(const char* kind) {
       {"out_of_bounds", "memcheck"}, {"read_only", "memcheck"},
       {"divergence", "synccheck"},   {"deadlock", "synccheck"},
       {"nonuniform", "synccheck"},   {"resources", "launch"},
+      {"inactive_lanes", "synccheck"}, {"inactive_lane_read", "synccheck"},
   };
   for (const auto& row : table)
     if (strcmp(row[0], kind) == 0) return row[1];
   return "error";
 }
-
-}  // namespace
 
 uintptr_t relative_pc(const void* pc) {
   return pc ? reinterpret_cast<uintptr_t>(pc) - reinterpret_cast<uintptr_t>(&__ehdr_start) : 0;
@@ -116,7 +139,7 @@ char* new_finding(const char* check, const char* kind, Site first, Site second, 
   bool fresh = false;
   Finding* f = slot_for(check, kind, first, second, key, &fresh);
   if (!f) {
-    ++g_dropped;
+    count_dropped(hash_of(kind, first, second, key));
     return nullptr;
   }
   ++f->count;
@@ -143,7 +166,8 @@ void write_findings() {
             static_cast<unsigned long long>(f.count), f.message);
   }
   if (g_dropped)
-    fprintf(stderr, "METAL_HARNESS_DROPPED %llu\n", static_cast<unsigned long long>(g_dropped));
+    fprintf(stderr, "METAL_HARNESS_DROPPED %llu %llu\n", static_cast<unsigned long long>(g_dropped),
+            static_cast<unsigned long long>(g_dropped_times));
   fflush(stderr);
 }
 
@@ -176,6 +200,15 @@ void internal_error(const char* message) {
 }
 
 }  // namespace mh
+
+extern "C" void mh_report(const char* kind, unsigned line, const char* fmt, ...) {
+  char* message = mh::new_finding(mh::check_of(kind), kind, mh::Site{0, line}, mh::Site{0, 0}, -1);
+  if (!message) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(message, mh::kMessageSize, fmt, ap);
+  va_end(ap);
+}
 
 extern "C" void mh_fail(const char* kind, unsigned line, const char* fmt, ...) {
   va_list ap;

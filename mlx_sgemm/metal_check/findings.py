@@ -6,12 +6,16 @@ A finding belongs to one check:
 * ``memcheck``: ``out_of_bounds`` (a read or write outside a buffer or a
   threadgroup variable), ``read_only`` (a write to an input);
 * ``racecheck``: ``race`` (two threads of different simdgroups touch one byte
-  of threadgroup memory between two barriers, at least one writing);
+  of threadgroup memory between two barriers, at least one writing; two lanes
+  of one simdgroup store to it in the same step; two threadgroups write one
+  byte of an output without atomics);
 * ``synccheck``: ``divergence`` (threads at different barriers, lanes at
   different simdgroup functions), ``deadlock``, ``nonuniform`` (lanes passing
   different arguments to one simdgroup matrix operation),
   ``barrier_after_return`` (a barrier some threads of the threadgroup returned
-  before reaching);
+  before reaching), ``inactive_lanes`` (a simdgroup function called while
+  lanes of the simdgroup returned or wait at a barrier), ``inactive_lane_read``
+  (a shuffle reading such a lane);
 * ``initcheck``: ``uninitialized`` (a read of threadgroup memory or of an
   output nothing has written), ``unwritten`` (output elements no thread
   wrote, handed back as whatever the memory held);
@@ -71,6 +75,7 @@ class Report:
     findings: list[Finding]
     completed: bool = True
     dropped: int = 0  # distinct findings beyond what the runtime keeps
+    dropped_times: int = 0  # how many times those happened
     stats: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
@@ -87,7 +92,8 @@ class Report:
         for f in self.findings:
             out += [f"{_BANNER} {line}" for line in str(f).splitlines()]
         if self.dropped:
-            out.append(f"{_BANNER} ... and {self.dropped} more distinct findings not kept")
+            times = f", {self.dropped_times} times in all" if self.dropped_times > self.dropped else ""
+            out.append(f"{_BANNER} ... and {self.dropped} more distinct findings not kept{times}")
         if not self.completed:
             out.append(f"{_BANNER} the run stopped at the finding above; no outputs")
         errors = len(self.findings) + self.dropped
@@ -98,8 +104,16 @@ class Report:
         return {
             "kernel": self.kernel, "grid": list(self.grid), "threadgroup": list(self.threadgroup),
             "ok": self.ok, "completed": self.completed, "dropped": self.dropped,
+            "dropped_times": self.dropped_times,
             "stats": self.stats, "findings": [f.to_dict() for f in self.findings],
         }
+
+    def assert_ok(self) -> None:
+        """Raise AssertionError with the whole report when any check found
+        something. (``assert report.ok, report`` would show pytest's repr of
+        the report, cut at 240 characters; this shows the report.)"""
+        if not self.ok:
+            raise AssertionError(f"the checks found something:\n{self}")
 
     def raise_first(self) -> None:
         """Raise :class:`KernelError` for the first finding, if any."""

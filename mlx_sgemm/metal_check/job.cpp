@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
     char label[64];
     snprintf(label, sizeof label, "buffer(%d) %s", i, name);
     Region* r = new_region(label, kinds[i] == kInput ? INPUT : OUTPUT, size, align_end != 0);
+    if (kinds[i] != kInput) track_writers(*r);
     if (kinds[i] == kOutputUninitialized) {
       memset(r->data, kPoison, size);  // as ops.poisoned_outputs: NaN everywhere
       track_region(*r, true, false);

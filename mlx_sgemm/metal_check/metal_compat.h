@@ -96,7 +96,8 @@ struct components<vec<T, N>> {
     using result = vec;                                          \
     static constexpr bool mh_swizzle = true;                     \
     T d[Src];                                                    \
-    operator vec() const { return vec(d[I]...); }                \
+    template <typename Self>                                     \
+    operator vec(this const Self& self) { return vec(self.d[I]...); } \
   };
 
 // (Two-component vectors have no swizzles: .x and .y only.)
@@ -156,7 +157,7 @@ struct vec : vec_storage<T, N> {
   }
   // Components: any mix of scalars and vectors that adds up to N.
   template <typename A, typename B, typename... Rest>
-  vec(A a, B b, Rest... rest) {
+  vec(const A& a, const B& b, const Rest&... rest) {
     static_assert(mh_detail::components<decltype(take(a))>::value +
                           mh_detail::components<decltype(take(b))>::value +
                           (0 + ... + mh_detail::components<decltype(take(rest))>::value) ==
@@ -169,20 +170,41 @@ struct vec : vec_storage<T, N> {
   }
   // Between element types only explicitly, as in Metal.
   template <typename U>
-  explicit vec(const vec<U, N>& o) {
+  explicit vec(vec<U, N> o) {
     for (int i = 0; i < N; ++i) this->v[i] = T(o.v[i]);
   }
+  // From a swizzle of another element type (`float2(h.zw)`): its conversion
+  // (copy-initialization, which this explicit constructor takes no part in),
+  // then the element-wise one.
   template <typename S, bool = S::mh_swizzle>
-  explicit vec(const S& s) : vec(typename S::result(s)) {}
+  explicit vec(const S& s) {
+    const typename S::result r = s;
+    for (int i = 0; i < N; ++i) this->v[i] = T(r.v[i]);
+  }
 
-  T& operator[](int i) { return this->v[i]; }
-  const T& operator[](int i) const { return this->v[i]; }
+  // A vector in device, constant or threadgroup memory (`float4 v = p[i];`,
+  // `device float4* p`): C++ binds no reference of the generic address space
+  // to it, so copies from each named one are spelled out, and the members
+  // that assign or index take their object with `this` deduced (C++23), in
+  // whatever address space it is (`p[i] = v;`, `tile[j][k] += v;`).
+  vec(const vec&) = default;
+  template <int AS>
+  vec(const __attribute__((address_space(AS))) vec& o) {
+    for (int i = 0; i < N; ++i) this->v[i] = o.v[i];
+  }
+  template <typename Self>
+  Self& operator=(this Self& self, vec o) {
+    for (int i = 0; i < N; ++i) self.v[i] = o.v[i];
+    return self;
+  }
+  template <typename Self>
+  auto& operator[](this Self& self, int i) { return self.v[i]; }
 
  private:
   template <typename U, MH_IF_SCALAR(U)>
   static U take(U u) { return u; }
   template <typename U, int M>
-  static vec<U, M> take(const vec<U, M>& u) { return u; }
+  static vec<U, M> take(vec<U, M> u) { return u; }
   template <typename S, bool = S::mh_swizzle>
   static typename S::result take(const S& s) { return s; }
   template <typename U, MH_IF_SCALAR(U)>
@@ -193,13 +215,18 @@ struct vec : vec_storage<T, N> {
   }
 
  public:
+// Operands by value: a vector in any address space, or a scalar (splat).
 #define MH_VEC_BINOP(op)                                                   \
-  friend vec operator op(const vec& a, const vec& b) {                     \
+  friend vec operator op(vec a, vec b) {                                   \
     vec r;                                                                 \
     for (int i = 0; i < N; ++i) r.v[i] = T(a.v[i] op b.v[i]);             \
     return r;                                                              \
   }                                                                        \
-  friend vec& operator op##=(vec& a, const vec& b) { return a = a op b; }
+  template <typename Self>                                                 \
+  Self& operator op##=(this Self& self, vec b) {                           \
+    for (int i = 0; i < N; ++i) self.v[i] = T(self.v[i] op b.v[i]);       \
+    return self;                                                           \
+  }
   MH_VEC_BINOP(+)
   MH_VEC_BINOP(-)
   MH_VEC_BINOP(*)
@@ -207,7 +234,7 @@ struct vec : vec_storage<T, N> {
 #undef MH_VEC_BINOP
 #define MH_VEC_INTOP(op)                                                   \
   template <typename X = T, typename = typename mh_detail::enable_if<__is_integral(X)>::type> \
-  friend vec operator op(const vec& a, const vec& b) {                     \
+  friend vec operator op(vec a, vec b) {                                   \
     vec r;                                                                 \
     for (int i = 0; i < N; ++i) r.v[i] = T(a.v[i] op b.v[i]);             \
     return r;                                                              \
@@ -219,13 +246,13 @@ struct vec : vec_storage<T, N> {
   MH_VEC_INTOP(<<)
   MH_VEC_INTOP(>>)
 #undef MH_VEC_INTOP
-  friend vec operator-(const vec& a) {
+  friend vec operator-(vec a) {
     vec r;
     for (int i = 0; i < N; ++i) r.v[i] = T(-a.v[i]);
     return r;
   }
 #define MH_VEC_CMP(op)                                                     \
-  friend vec<bool, N> operator op(const vec& a, const vec& b) {            \
+  friend vec<bool, N> operator op(vec a, vec b) {                          \
     vec<bool, N> r;                                                        \
     for (int i = 0; i < N; ++i) r.v[i] = a.v[i] op b.v[i];                 \
     return r;                                                              \
@@ -329,6 +356,80 @@ inline T dot(vec<T, N> a, vec<T, N> b) {
 }
 template <typename T, MH_IF_SCALAR(T)>
 inline T select(T a, T b, bool c) { return c ? b : a; }
+template <typename T, int N>
+inline vec<T, N> select(vec<T, N> a, vec<T, N> b, vec<bool, N> c) {
+  for (int i = 0; i < N; ++i) a.v[i] = c.v[i] ? b.v[i] : a.v[i];
+  return a;
+}
+template <typename T, int N>
+inline vec<T, N> select(vec<T, N> a, vec<T, N> b, bool c) { return c ? b : a; }
+
+// Element-wise clamp, with vector or scalar bounds.
+template <typename T, int N>
+inline vec<T, N> clamp(vec<T, N> x, vec<T, N> lo, vec<T, N> hi) {
+  for (int i = 0; i < N; ++i) x.v[i] = clamp(x.v[i], lo.v[i], hi.v[i]);
+  return x;
+}
+template <typename T, int N, typename U, MH_IF_SCALAR(U)>
+inline vec<T, N> clamp(vec<T, N> x, U lo, U hi) {
+  return clamp(x, vec<T, N>(lo), vec<T, N>(hi));
+}
+
+// Geometric functions (section 6.6 of the specification).
+template <typename T, int N>
+inline T length(vec<T, N> v) { return T(__builtin_sqrtf(float(dot(v, v)))); }
+template <typename T, int N>
+inline T length_squared(vec<T, N> v) { return dot(v, v); }
+template <typename T, int N>
+inline T distance(vec<T, N> a, vec<T, N> b) { return length(a - b); }
+template <typename T, int N>
+inline vec<T, N> normalize(vec<T, N> v) { return v * vec<T, N>(T(1.0f / __builtin_sqrtf(float(dot(v, v))))); }
+inline vec<float, 3> cross(vec<float, 3> a, vec<float, 3> b) {
+  return vec<float, 3>(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+}
+
+// fract (x - floor(x), below 1 as Metal keeps it) and step (0 below the edge, else 1).
+inline float fract(float x) { return __builtin_fminf(x - __builtin_floorf(x), 0x1.fffffep-1f); }
+inline half fract(half x) { return half(fract(float(x))); }
+template <typename T, int N>
+inline vec<T, N> fract(vec<T, N> v) {
+  for (int i = 0; i < N; ++i) v.v[i] = fract(v.v[i]);
+  return v;
+}
+template <typename T, MH_IF_SCALAR(T)>
+inline T step(T edge, T x) { return x < edge ? T(0) : T(1); }
+template <typename T, int N>
+inline vec<T, N> step(vec<T, N> edge, vec<T, N> x) {
+  for (int i = 0; i < N; ++i) x.v[i] = step(edge.v[i], x.v[i]);
+  return x;
+}
+template <typename T, int N, typename U, MH_IF_SCALAR(U)>
+inline vec<T, N> step(U edge, vec<T, N> x) { return step(vec<T, N>(edge), x); }
+
+// Integer bit functions (section 6.4): clz and ctz of 0 are the type's width.
+template <typename T>
+inline T popcount(T x) {
+  static_assert(__is_integral(T), "popcount takes integers");
+  return T(__builtin_popcountll((unsigned long long)x & (~0ull >> (64 - 8 * sizeof(T)))));
+}
+template <typename T>
+inline T clz(T x) {
+  static_assert(__is_integral(T), "clz takes integers");
+  const unsigned long long u = (unsigned long long)x & (~0ull >> (64 - 8 * sizeof(T)));
+  return T(u ? __builtin_clzll(u) - (64 - 8 * int(sizeof(T))) : 8 * int(sizeof(T)));
+}
+template <typename T>
+inline T ctz(T x) {
+  static_assert(__is_integral(T), "ctz takes integers");
+  const unsigned long long u = (unsigned long long)x & (~0ull >> (64 - 8 * sizeof(T)));
+  return T(u ? __builtin_ctzll(u) : 8 * int(sizeof(T)));
+}
+template <typename T>
+inline T reverse_bits(T x) {
+  T r = 0;
+  for (int i = 0; i < 8 * int(sizeof(T)); ++i) r = T(r | (((x >> i) & 1) << (8 * sizeof(T) - 1 - i)));
+  return r;
+}
 
 // metal::precise:: and metal::fast:: name the same functions here: the CPU
 // computes IEEE results either way (no fast-math).
@@ -424,9 +525,9 @@ inline void lane_coord(uint32_t lane, int& row, int& col) {
 
 template <typename T, int Cols, int Rows>
 struct simdgroup_matrix {
-  static_assert(__is_same(T, float) && Cols == 8 && Rows == 8,
-                "metal_compat: only simdgroup_float8x8 is modelled "
-                "(half, bfloat and other shapes are not)");
+  static_assert((__is_same(T, float) || __is_same(T, half) || __is_same(T, bfloat)) &&
+                    Cols == 8 && Rows == 8,
+                "metal_compat: only 8x8 simdgroup matrices of float, half or bfloat are modelled");
   vec<T, 2> elements;  // this lane's two elements
 
   // Metal leaves a default-constructed matrix undefined: NaN here, so a
@@ -441,6 +542,8 @@ struct simdgroup_matrix {
   thread vec<T, 2>& thread_elements() { return elements; }
 };
 typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
+typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
 
 template <typename T, int Cols, int Rows>
 inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(T value) {
@@ -450,23 +553,23 @@ inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(T value) {
 }
 
 namespace mh_detail {
-// What one lane passes to a collective load or store.
-template <typename P>
+// What one lane passes to a collective load or store (E: the matrix's element type).
+template <typename P, typename E = float>
 struct transfer_args {
   P ptr;
   ulong elements_per_row;
   ulong ox, oy;
   bool transpose;
-  vec<float, 2>* elements;
+  vec<E, 2>* elements;
 };
 
 // The lanes' pointers, strides, origins and transpose flags must agree: the
 // hardware operation has one of each.
-template <typename P>
+template <typename P, typename E>
 inline void check_uniform(const char* op, unsigned line, void* const* lanes) {
-  const transfer_args<P>* first = static_cast<const transfer_args<P>*>(lanes[0]);
+  const transfer_args<P, E>* first = static_cast<const transfer_args<P, E>*>(lanes[0]);
   for (int l = 1; l < 32; ++l) {
-    const transfer_args<P>* a = static_cast<const transfer_args<P>*>(lanes[l]);
+    const transfer_args<P, E>* a = static_cast<const transfer_args<P, E>*>(lanes[l]);
     if (a->ptr != first->ptr || a->elements_per_row != first->elements_per_row ||
         a->ox != first->ox || a->oy != first->oy || a->transpose != first->transpose)
       mh_fail("nonuniform", line,
@@ -482,43 +585,43 @@ inline void check_uniform(const char* op, unsigned line, void* const* lanes) {
 // Offset of matrix element (r, c): the 8x8 block starts at column ox, row oy
 // of a row-major source with elements_per_row columns; transposed, element
 // (r, c) of the matrix is element (c, r) of that block.
-template <typename P>
-inline ulong element_offset(const transfer_args<P>& a, int r, int c) {
+template <typename P, typename E>
+inline ulong element_offset(const transfer_args<P, E>& a, int r, int c) {
   if (a.transpose) return (a.oy + ulong(c)) * a.elements_per_row + a.ox + ulong(r);
   return (a.oy + ulong(r)) * a.elements_per_row + a.ox + ulong(c);
 }
 
-template <typename P>
-inline void load(vec<float, 2>& d, P src, ulong epr, vec<ulong, 2> origin, bool transpose,
+template <typename E, typename P>
+inline void load(vec<E, 2>& d, P src, ulong epr, vec<ulong, 2> origin, bool transpose,
                  unsigned line) {
-  transfer_args<P> mine{src, epr, origin.x, origin.y, transpose, &d};
+  transfer_args<P, E> mine{src, epr, origin.x, origin.y, transpose, &d};
   void* const* lanes = mh_simd_collective("simdgroup_load", line, &mine, 1);
   if (!lanes) return;  // the last lane to arrive has done it for us
-  check_uniform<P>("simdgroup_load", line, lanes);
+  check_uniform<P, E>("simdgroup_load", line, lanes);
   mh_site_push(line, nullptr);
   for (uint32_t l = 0; l < 32; ++l) {
-    const transfer_args<P>& a = *static_cast<const transfer_args<P>*>(lanes[l]);
+    const transfer_args<P, E>& a = *static_cast<const transfer_args<P, E>*>(lanes[l]);
     int r, c;
     lane_coord(l, r, c);
-    const float e0 = src[element_offset(a, r, c)];
-    const float e1 = src[element_offset(a, r, c + 1)];
-    *a.elements = vec<float, 2>(e0, e1);
+    const E e0 = E(src[element_offset(a, r, c)]);
+    const E e1 = E(src[element_offset(a, r, c + 1)]);
+    *a.elements = vec<E, 2>(e0, e1);
   }
   mh_site_pop();
   mh_simd_release();
 }
 
-template <typename P>
-inline void store(const vec<float, 2>& s, P dst, ulong epr, vec<ulong, 2> origin,
+template <typename E, typename P>
+inline void store(const vec<E, 2>& s, P dst, ulong epr, vec<ulong, 2> origin,
                   bool transpose, unsigned line) {
-  transfer_args<P> mine{dst, epr, origin.x, origin.y, transpose,
-                        const_cast<vec<float, 2>*>(&s)};
+  transfer_args<P, E> mine{dst, epr, origin.x, origin.y, transpose,
+                           const_cast<vec<E, 2>*>(&s)};
   void* const* lanes = mh_simd_collective("simdgroup_store", line, &mine, 1);
   if (!lanes) return;
-  check_uniform<P>("simdgroup_store", line, lanes);
+  check_uniform<P, E>("simdgroup_store", line, lanes);
   mh_site_push(line, nullptr);
   for (uint32_t l = 0; l < 32; ++l) {
-    const transfer_args<P>& a = *static_cast<const transfer_args<P>*>(lanes[l]);
+    const transfer_args<P, E>& a = *static_cast<const transfer_args<P, E>*>(lanes[l]);
     int r, c;
     lane_coord(l, r, c);
     dst[element_offset(a, r, c)] = a.elements->x;
@@ -528,37 +631,40 @@ inline void store(const vec<float, 2>& s, P dst, ulong epr, vec<ulong, 2> origin
   mh_simd_release();
 }
 
+template <typename E>
 struct mma_args {
-  vec<float, 2>* d;
-  const vec<float, 2>* a;
-  const vec<float, 2>* b;
-  const vec<float, 2>* c;  // null for simdgroup_multiply
+  vec<E, 2>* d;
+  const vec<E, 2>* a;
+  const vec<E, 2>* b;
+  const vec<E, 2>* c;  // null for simdgroup_multiply
 };
 
-// d = a * b (+ c), with each operand gathered from the 32 lanes that hold it.
-inline void multiply(const char* op, mma_args mine, unsigned line) {
+// d = a * b (+ c), with each operand gathered from the 32 lanes that hold it;
+// products and sums in float, rounded to the element type once at the end.
+template <typename E>
+inline void multiply(const char* op, mma_args<E> mine, unsigned line) {
   void* const* lanes = mh_simd_collective(op, line, &mine, 1);
   if (!lanes) return;
   float A[8][8], B[8][8], C[8][8];
   for (uint32_t l = 0; l < 32; ++l) {
-    const mma_args& m = *static_cast<const mma_args*>(lanes[l]);
+    const mma_args<E>& m = *static_cast<const mma_args<E>*>(lanes[l]);
     int r, c;
     lane_coord(l, r, c);
     for (int e = 0; e < 2; ++e) {
-      A[r][c + e] = (*m.a)[e];
-      B[r][c + e] = (*m.b)[e];
-      C[r][c + e] = m.c ? (*m.c)[e] : 0.0f;
+      A[r][c + e] = float((*m.a)[e]);
+      B[r][c + e] = float((*m.b)[e]);
+      C[r][c + e] = m.c ? float((*m.c)[e]) : 0.0f;
     }
   }
   // All inputs are gathered before any output is written: d may alias a, b, c.
   for (uint32_t l = 0; l < 32; ++l) {
-    const mma_args& m = *static_cast<const mma_args*>(lanes[l]);
+    const mma_args<E>& m = *static_cast<const mma_args<E>*>(lanes[l]);
     int r, c;
     lane_coord(l, r, c);
     for (int e = 0; e < 2; ++e) {
       float sum = C[r][c + e];
       for (int k = 0; k < 8; ++k) sum = __builtin_fmaf(A[r][k], B[k][c + e], sum);
-      (*m.d)[e] = sum;
+      (*m.d)[e] = E(sum);
     }
   }
   mh_simd_release();
@@ -596,16 +702,16 @@ inline void simdgroup_multiply_accumulate(thread simdgroup_matrix<T, 8, 8>& d,
                                           const thread simdgroup_matrix<T, 8, 8>& b,
                                           const thread simdgroup_matrix<T, 8, 8>& c,
                                           unsigned line = __builtin_LINE()) {
-  mh_detail::multiply("simdgroup_multiply_accumulate",
-                      {&d.elements, &a.elements, &b.elements, &c.elements}, line);
+  mh_detail::multiply<T>("simdgroup_multiply_accumulate",
+                         {&d.elements, &a.elements, &b.elements, &c.elements}, line);
 }
 template <typename T>
 inline void simdgroup_multiply(thread simdgroup_matrix<T, 8, 8>& d,
                                const thread simdgroup_matrix<T, 8, 8>& a,
                                const thread simdgroup_matrix<T, 8, 8>& b,
                                unsigned line = __builtin_LINE()) {
-  mh_detail::multiply("simdgroup_multiply", {&d.elements, &a.elements, &b.elements, nullptr},
-                      line);
+  mh_detail::multiply<T>("simdgroup_multiply", {&d.elements, &a.elements, &b.elements, nullptr},
+                         line);
 }
 
 }  // namespace metal
@@ -628,6 +734,14 @@ MH_VECTOR_NAMES(bool, bool)
 MH_VECTOR_NAMES(half, half)
 MH_VECTOR_NAMES(bfloat, bfloat)
 #undef MH_VECTOR_NAMES
+
+// Metal's half literals, 1.0h and 2h (C++ reserves suffixes without an
+// underscore for the standard: the warning is off for this one).
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wuser-defined-literals"
+constexpr half operator""h(long double v) { return half(v); }
+constexpr half operator""h(unsigned long long v) { return half(v); }
+#pragma clang diagnostic pop
 
 // ---- constants -----------------------------------------------------------------
 #define INFINITY __builtin_huge_valf()

@@ -1,14 +1,17 @@
 // SIMD-group functions (section 6.9.2 of the Metal Shading Language
 // specification) for the Metal CPU harness: reductions, prefix sums,
-// broadcasts and shuffles over the 32 lanes of a simdgroup.
+// broadcasts, shuffles and ballots over the 32 lanes of a simdgroup, and the
+// quad-group functions over its groups of 4 lanes.
 //
 // Each is one collective operation of the simdgroup (mh_simd_collective): the
 // lanes that have not returned from the kernel must all call the same
 // function at the same line (a lane at another one is reported as divergence,
 // a stricter rule than the hardware's, which runs whichever lanes are
-// active); lanes that have returned take no part, as inactive lanes on an
-// Apple GPU. A shuffle from a lane that takes no part gets the caller's own
-// value (Metal leaves it undefined).
+// active). Lanes that returned, or wait at a barrier the others reach after
+// the call, take no part, as inactive lanes on an Apple GPU, and synccheck
+// reports the call (inactive_lanes). A shuffle from an inactive lane is
+// reported too (inactive_lane_read) and gets the caller's own value (Metal
+// leaves it undefined).
 #ifndef METAL_HARNESS_SIMD_H
 #define METAL_HARNESS_SIMD_H
 
@@ -79,10 +82,21 @@ inline T reduce(const char* op, T x, unsigned line, C combine) {
   });
 }
 
-// The value of `source`, or the caller's own when that lane takes no part.
+// The value of `source`, or the caller's own when that lane takes no part:
+// a lane past the simdgroup's end (which does not exist), or an inactive one
+// (it exists but did not call the shuffle: it returned or went elsewhere),
+// whose value Metal leaves undefined: synccheck reports reading it.
 template <typename T>
-inline T read_lane(void* const* lanes, int self, long source) {
-  if (source < 0 || source >= 32 || !lanes[source]) return lane_args<T>(lanes, self)->in;
+inline T read_lane(void* const* lanes, int self, long source, const char* op, unsigned line) {
+  if (source < 0 || source >= 32) return lane_args<T>(lanes, self)->in;
+  if (!lanes[source]) {
+    if (source < long(mh_simd_lane_count()))
+      mh_report("inactive_lane_read", line,
+                "%s: lane %d of simdgroup %u reads lane %ld, which is inactive (it did not call "
+                "%s: it returned or went elsewhere); Metal leaves the value undefined",
+                op, self, mh_simdgroup_index(), source, op);
+    return lane_args<T>(lanes, self)->in;
+  }
   return lane_args<T>(lanes, int(source))->in;
 }
 
@@ -146,14 +160,17 @@ MH_SIMD_PREFIX(simd_prefix_exclusive_product, times, 1, true)
 #undef MH_SIMD_PREFIX
 
 // Shuffles: which lane each lane reads, from its own index l and the caller's
-// parameter p (a lane, a delta or a mask; every lane passes its own).
+// parameter q (a lane, a delta or a mask; every lane passes its own); base is
+// the first lane of l's quad (quad-group shuffles, below).
 #define MH_SIMD_SHUFFLE(name, source)                                                  \
   template <typename T>                                                                \
   inline T name(T x, ushort p, unsigned line = __builtin_LINE()) {                     \
-    return mh_detail::simd_collective(#name, x, p, line, [](void* const* lanes, int l) { \
+    return mh_detail::simd_collective(#name, x, p, line, [&](void* const* lanes, int l) { \
       const long q = long(mh_detail::lane_args<T>(lanes, l)->param);                    \
+      const int base = l & ~3;                                                         \
       (void)q;                                                                         \
-      return mh_detail::read_lane<T>(lanes, l, source);                                \
+      (void)base;                                                                      \
+      return mh_detail::read_lane<T>(lanes, l, source, #name, line);                   \
     });                                                                                \
   }
 MH_SIMD_SHUFFLE(simd_shuffle, q)
@@ -164,7 +181,68 @@ MH_SIMD_SHUFFLE(simd_shuffle_up, l - q >= 0 ? l - q : l)
 MH_SIMD_SHUFFLE(simd_shuffle_xor, l ^ q)
 MH_SIMD_SHUFFLE(simd_shuffle_rotate_down, (l + q) % 32)
 MH_SIMD_SHUFFLE(simd_shuffle_rotate_up, ((l - q) % 32 + 32) % 32)
+
+// Quad-group functions (section 6.9.3): the same over groups of 4 lanes
+// (lanes 4q .. 4q + 3), each one collective of the whole simdgroup here.
+namespace mh_detail {
+template <typename T, typename C>
+inline T quad_reduce(void* const* lanes, int l, C combine) {
+  const int base = l & ~3;
+  T acc = lane_args<T>(lanes, l)->in;
+  for (int q = base; q < base + 4; ++q)
+    if (q != l && lanes[q]) acc = combine(acc, lane_args<T>(lanes, q)->in);
+  return acc;
+}
+}  // namespace mh_detail
+#define MH_QUAD_REDUCE(name, combine)                                                    \
+  template <typename T>                                                                  \
+  inline T name(T x, unsigned line = __builtin_LINE()) {                                 \
+    return mh_detail::simd_collective(#name, x, 0, line, [](void* const* lanes, int l) {  \
+      return mh_detail::quad_reduce<T>(lanes, l, combine);                               \
+    });                                                                                  \
+  }
+MH_QUAD_REDUCE(quad_sum, mh_detail::plus())
+MH_QUAD_REDUCE(quad_product, mh_detail::times())
+MH_QUAD_REDUCE(quad_max, [](T a, T b) { return max(a, b); })
+MH_QUAD_REDUCE(quad_min, [](T a, T b) { return min(a, b); })
+#undef MH_QUAD_REDUCE
+// Which lane of its quad each lane reads.
+MH_SIMD_SHUFFLE(quad_shuffle, base + q % 4)
+MH_SIMD_SHUFFLE(quad_broadcast, base + q % 4)
+MH_SIMD_SHUFFLE(quad_shuffle_xor, base + ((l - base) ^ q) % 4)
+MH_SIMD_SHUFFLE(quad_shuffle_down, l - base + q < 4 ? l + q : l)
+MH_SIMD_SHUFFLE(quad_shuffle_up, l - base - q >= 0 ? l - q : l)
 #undef MH_SIMD_SHUFFLE
+
+// simd_ballot: a bit per lane whose predicate is true (lanes taking no part: 0).
+struct simd_vote {
+  using vote_t = uint64_t;
+  vote_t bits;
+  vote_t active;  // the lanes that took part: what all() looks at
+  explicit constexpr simd_vote(vote_t v = 0, vote_t a = ~vote_t(0)) : bits(v), active(a) {}
+  explicit constexpr operator vote_t() const { return bits; }
+  bool all() const { return (bits & active) == active; }
+  bool any() const { return bits != 0; }
+};
+
+inline simd_vote simd_ballot(bool pred, unsigned line = __builtin_LINE()) {
+  const uint64_t mine = pred;
+  const uint64_t bits = mh_detail::simd_collective("simd_ballot", mine, 0, line,
+                                                   [](void* const* lanes, int) {
+    uint64_t v = 0;
+    for (int l = 0; l < 32; ++l)
+      if (lanes[l] && mh_detail::lane_args<uint64_t>(lanes, l)->in) v |= uint64_t(1) << l;
+    return v;
+  });
+  const uint64_t active = mh_detail::simd_collective("simd_active_threads_mask", uint64_t(0), 0,
+                                                     line, [](void* const* lanes, int) {
+    uint64_t v = 0;
+    for (int l = 0; l < 32; ++l)
+      if (lanes[l]) v |= uint64_t(1) << l;
+    return v;
+  });
+  return simd_vote(bits, active);
+}
 
 template <typename T>
 inline T simd_broadcast_first(T x, unsigned line = __builtin_LINE()) {

@@ -24,11 +24,14 @@ RUN_TIMEOUT_S = 120
 _FINDING = re.compile(
     r"^METAL_HARNESS_FINDING (?P<check>\w+)\t(?P<kind>\w+)\t(?P<pc>[0-9a-f]+)\t(?P<line>\d+)\t"
     r"(?P<pc2>[0-9a-f]+)\t(?P<line2>\d+)\t(?P<count>\d+)\t(?P<message>.*)$", re.MULTILINE)
-_DROPPED = re.compile(r"^METAL_HARNESS_DROPPED (\d+)$", re.MULTILINE)
+_DROPPED = re.compile(r"^METAL_HARNESS_DROPPED (\d+) (\d+)$", re.MULTILINE)
 _INTERNAL = re.compile(r"^METAL_HARNESS_INTERNAL (.*)$", re.MULTILINE)
 _STATS = re.compile(r"^METAL_HARNESS_STATS (?P<stats>.*)$", re.MULTILINE)
 _UNIT_LINE = re.compile(re.escape(UNIT_FILE) + r":(\d+)")
 _MESSAGE_LINE = re.compile(r"@line:(\d+)@")
+# The array an index expression at this column of the finding's line indexes.
+_MESSAGE_ARRAY = re.compile(r"@array:(\d+)@")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 # The buffer or threadgroup variable a message is about (findings about
 # different ones at one line stay apart).
 _REGION = re.compile(r"buffer\(\d+\) \w+|threadgroup variable '\w+'")
@@ -88,12 +91,23 @@ def _name_lines(prog: Program, message: str) -> str:
     return _MESSAGE_LINE.sub(rename, message)
 
 
+def _name_array(message: str, locations: tuple[Location, ...]) -> str:
+    """The array an out-of-bounds index names, read from its line at the
+    column clang gives: ``'tile'``."""
+    def rename(m: re.Match) -> str:
+        text = locations[0].text if locations else ""
+        found = _IDENTIFIER.match(text, int(m[1]) - 1) if int(m[1]) else None
+        return f"'{found[0]}'" if found else "(unnamed)"
+    return _MESSAGE_ARRAY.sub(rename, message)
+
+
 def _findings(prog: Program, exe: Path, stderr: str) -> list[Finding]:
     merged: dict[tuple, Finding] = {}
     for m in _FINDING.finditer(stderr):
         sites = [(int(m["pc"], 16), int(m["line"])), (int(m["pc2"], 16), int(m["line2"]))]
-        f = Finding(m["check"], m["kind"], _name_lines(prog, m["message"]), int(m["count"]),
-                    _locations(prog, exe, sites))
+        locations = _locations(prog, exe, sites)
+        message = _name_array(_name_lines(prog, m["message"]), locations)
+        f = Finding(m["check"], m["kind"], message, int(m["count"]), locations)
         # Sites that differ in the runtime can be one line here (an access
         # reported by the check and then by the fault it caused), and a race
         # between two lines is one whichever came first: merged.
@@ -138,7 +152,7 @@ def dispatch(
             raise compiler.HarnessError(f"the runner refused the job: {m[1]}")
         report.findings = _findings(prog, exe, proc.stderr)
         if m := _DROPPED.search(proc.stderr):
-            report.dropped = int(m[1])
+            report.dropped, report.dropped_times = int(m[1]), int(m[2])
         if proc.returncode != 0:
             report.completed = False
             if not report.findings:

@@ -53,6 +53,14 @@ extern const int mh_buffer_count;
 __attribute__((noreturn, format(printf, 3, 4))) void mh_fail(
     const char* kind, unsigned line, const char* fmt, ...);
 
+// Report a problem after which the run goes on (the hardware's behaviour is
+// defined, or the checker can go on safely): `kind` as for mh_fail, `line` a
+// line of the generated Metal source (0: the current site), deduplicated by
+// kind and line. The message says which threads (the caller may be a lane
+// performing a collective for others).
+__attribute__((format(printf, 3, 4))) void mh_report(const char* kind, unsigned line,
+                                                     const char* fmt, ...);
+
 // Block the calling thread until every live thread of its threadgroup has
 // reached a threadgroup barrier; all of them must be at the same call site.
 // `flags` are Metal's mem_flags: without mem_threadgroup the barrier orders
@@ -74,6 +82,12 @@ void mh_simd_release(void);
 
 // This thread's lane within its simdgroup.
 uint32_t mh_lane(void);
+// The lanes the calling thread's simdgroup has (fewer than 32 in a threadgroup
+// whose size is not a multiple of 32): lanes past them do not exist, where
+// lanes below them that take no part in a collective are inactive.
+uint32_t mh_simd_lane_count(void);
+// The calling thread's simdgroup in its threadgroup.
+uint32_t mh_simdgroup_index(void);
 
 // One `threadgroup` variable of the kernel: storage that every thread of the
 // running threadgroup shares, fresh (poisoned, and uninitialized for

@@ -61,6 +61,8 @@ struct Region {
   uint8_t* written = nullptr;
   // racecheck: one cell per data byte (threadgroup variables only).
   struct RaceCell* race = nullptr;
+  // racecheck: per data byte of an output, its last writer (which threadgroup).
+  struct WriterCell* writers = nullptr;
   // memcheck has reported an instrumented write outside the data: the canary
   // check after the run need not report the changed slack again.
   bool overrun_reported = false;
@@ -86,6 +88,10 @@ struct Fiber {
   State state = FINISHED;
   unsigned barrier_line = 0;
   unsigned barrier_flags = 0;
+  // Edges of the kernel's code this thread has taken (access_checks.cpp):
+  // lanes of a simdgroup in lockstep store together after as many
+  // (racecheck's "same step").
+  uint32_t steps = 0;
   mh_attrs attrs;
 };
 
@@ -95,6 +101,7 @@ extern int g_fiber_capacity;
 extern int g_threads;     // threads in the running threadgroup
 extern const char* g_phase;
 extern uint64_t g_async_copies;
+extern uint64_t g_generation;  // numbers the threadgroups run so far (the running one's)
 
 // "threadgroup (x, y, z), thread (x, y, z) (simdgroup s, lane l)"
 void describe_thread(const Fiber& f, char* out, size_t n);
@@ -122,6 +129,8 @@ void run_dispatch(const Dispatch& d);
 // Turn on initcheck (`init`: a byte-per-byte record of what was written) and
 // racecheck (`races`: threadgroup memory) for a region.
 void track_region(Region& r, bool init, bool races);
+// racecheck of an output: two threadgroups writing one byte without atomics.
+void track_writers(Region& r);
 // Whether `address` lies in the last access memcheck reported out of bounds
 // (the fault it then causes needs no second report).
 bool reported_out_of_bounds(const void* address);
@@ -146,6 +155,8 @@ __attribute__((format(printf, 6, 7))) void add_finding(
 [[noreturn]] __attribute__((format(printf, 3, 4))) void fatal(
     const char* kind, Site site, const char* fmt, ...);
 [[noreturn]] void fatal_v(const char* kind, Site site, const char* fmt, va_list ap);
+// The check a kind of finding belongs to (memcheck, synccheck, ...; "error").
+const char* check_of(const char* kind);
 // End the run after a finding already recorded: write every finding, exit 3.
 [[noreturn]] void abort_run();
 void write_findings();

@@ -32,6 +32,7 @@ int g_fiber_capacity = 0;
 int g_threads = 0;
 const char* g_phase = "setup";
 uint64_t g_async_copies = 0;
+uint64_t g_generation = 0;
 uint64_t g_interval = 0;
 uint32_t g_barriers_passed = 0;
 unsigned g_interval_start_line = 0;
@@ -62,7 +63,6 @@ Scratch* g_scratch = nullptr;
 int g_simdgroups = 0;
 int* g_order = nullptr;
 Context g_scheduler;
-uint64_t g_generation = 0;  // numbers threadgroups, for threadgroup memory
 size_t g_threadgroup_bytes = 0;
 uint64_t g_rng = 0;
 
@@ -98,6 +98,53 @@ void lanes_of(int s, int* exist, int* live) {
     ++*exist;
     if (g_fibers[t].state != FINISHED) ++*live;
   }
+}
+
+// "lanes 3, 16-31": the lanes of simdgroup `s` for which `pick(fiber)` holds.
+template <typename F>
+void describe_lanes(int s, F pick, char* out, size_t n) {
+  size_t used = 0;
+  out[0] = 0;
+  int first = -1;
+  const int end = s * kSimdWidth + kSimdWidth < g_threads ? s * kSimdWidth + kSimdWidth : g_threads;
+  for (int t = s * kSimdWidth; t <= end; ++t) {
+    const bool in = t < end && pick(g_fibers[t]);
+    if (in && first < 0) first = t;
+    if (!in && first >= 0 && used + 16 < n) {
+      const int a = first - s * kSimdWidth, b = t - 1 - s * kSimdWidth;
+      used += size_t(snprintf(out + used, n - used, a == b ? "%s%d" : "%s%d-%d",
+                              used ? ", " : "", a, b));
+      first = -1;
+    }
+  }
+}
+
+// synccheck: a simdgroup function performed while lanes of the simdgroup that
+// exist are not in it (they returned, or wait elsewhere): on an Apple GPU the
+// inactive lanes take no part, which a kernel rarely means. Reported, and the
+// operation goes on with the lanes that called it, as the hardware's does.
+void report_inactive_lanes(const Collective& c, int s) {
+  int exist, live;
+  lanes_of(s, &exist, &live);
+  if (c.arrived >= exist) return;
+  char returned[128], waiting[128];
+  describe_lanes(s, [](const Fiber& f) { return f.state == FINISHED; }, returned, sizeof returned);
+  describe_lanes(s, [](const Fiber& f) { return f.state == AT_BARRIER; }, waiting, sizeof waiting);
+  unsigned barrier = 0;
+  for (int t = s * kSimdWidth; t < s * kSimdWidth + exist; ++t)
+    if (g_fibers[t].state == AT_BARRIER) barrier = g_fibers[t].barrier_line;
+  char what[320];
+  snprintf(what, sizeof what, "%s%s%s%s%s%s", returned[0] ? "lanes " : "", returned,
+           returned[0] ? " had returned from the kernel" : "", returned[0] && waiting[0] ? "; " : "",
+           waiting[0] ? "lanes " : "", waiting);
+  char at[64] = "";
+  if (waiting[0]) snprintf(at, sizeof at, " wait at the threadgroup_barrier at @line:%u@", barrier);
+  const uint32_t* tg = g_fibers[s * kSimdWidth].attrs.threadgroup_position_in_grid;
+  add_finding("synccheck", "inactive_lanes", at_line(c.line), Site{0, 0}, s,
+              "%s called by %d of the %d lanes of simdgroup %d (threadgroup (%u, %u, %u)): %s%s. "
+              "On an Apple GPU inactive lanes take no part: the result covers the %d active "
+              "lanes only",
+              c.op, c.arrived, exist, s, tg[0], tg[1], tg[2], what, at, c.arrived);
 }
 
 void fiber_main() {
@@ -143,6 +190,7 @@ void init_fiber(Fiber& f) {
   }
   start_context(f.context, f.stack_map + page, kStackSize, fiber_main);
   f.state = RUNNABLE;
+  f.steps = 0;
 }
 
 void set_attrs(const Dispatch& d, const uint32_t tg[3], const uint32_t size[3], int index,
@@ -289,7 +337,24 @@ void run_threadgroup(const Dispatch& d, const uint32_t tg[3]) {
         continue;
       }
     }
-    // Nobody can run: everyone has returned, or waits at a barrier.
+    // Nobody can run. A simdgroup function waiting for lanes that are at a
+    // barrier (they skipped it): performed by the lanes that called it
+    // (mh_simd_collective reports the inactive ones), as the hardware does.
+    bool woke = false;
+    for (int sg = 0; sg < g_simdgroups && !woke; ++sg) {
+      Collective& c = g_collectives[sg];
+      if (c.arrived == 0 || c.all_lanes || c.performer) continue;
+      for (int t = sg * kSimdWidth; t < (sg + 1) * kSimdWidth && t < g_threads; ++t) {
+        if (g_fibers[t].state == IN_COLLECTIVE) {
+          c.performer = t - sg * kSimdWidth + 1;
+          g_fibers[t].state = RUNNABLE;
+          woke = true;
+          break;
+        }
+      }
+    }
+    if (woke) continue;
+    // Everyone has returned, or waits at a barrier.
     int waiting = 0, finished = 0;
     unsigned line = 0;
     for (int t = 0; t < g_threads; ++t) {
@@ -410,10 +475,11 @@ extern "C" void* const* mh_simd_collective(const char* op, unsigned line, void* 
     me->state = IN_COLLECTIVE;
     yield_to_scheduler();
     if (c.performer != lane + 1) return nullptr;  // performed by another lane
-    // The lanes still missing returned from the kernel (fiber_main): this
-    // one was woken to perform it.
+    // The lanes still missing returned from the kernel (fiber_main) or wait
+    // at a barrier (run_threadgroup): this one was woken to perform it.
     c.performer = 0;
   }
+  report_inactive_lanes(c, s);
   return c.args;  // the last lane performs the operation, then releases the others
 }
 
@@ -427,6 +493,16 @@ extern "C" void mh_simd_release(void) {
 
 extern "C" uint32_t mh_lane(void) { return g_current->attrs.thread_index_in_simdgroup; }
 
+extern "C" uint32_t mh_simdgroup_index(void) {
+  return g_current->attrs.simdgroup_index_in_threadgroup;
+}
+
+extern "C" uint32_t mh_simd_lane_count(void) {
+  int exist, live;
+  lanes_of(int(g_current->attrs.simdgroup_index_in_threadgroup), &exist, &live);
+  return uint32_t(exist);
+}
+
 extern "C" void* mh_threadgroup_alloc(mh_tg_slot* slot, size_t size, unsigned line,
                                       const char* name) {
   if (slot->generation == g_generation) return slot->data;
@@ -434,8 +510,9 @@ extern "C" void* mh_threadgroup_alloc(mh_tg_slot* slot, size_t size, unsigned li
   if (!slot->data) {
     char label[96];
     snprintf(label, sizeof label, "threadgroup variable '%s' (@line:%u@)", name, line);
-    // Metal allocates threadgroup memory in 16-byte units.
-    r = new_region(label, THREADGROUP, round_up(size, 16), true);
+    // The variable's own size: Metal allocates threadgroup memory in 16-byte
+    // units (counted below), but the bytes past the array are no part of it.
+    r = new_region(label, THREADGROUP, size, true);
     track_region(*r, true, true);
     slot->data = r->data;
     slot->size = size;
@@ -446,7 +523,7 @@ extern "C" void* mh_threadgroup_alloc(mh_tg_slot* slot, size_t size, unsigned li
   if (g_threadgroup_bytes > kThreadgroupMemoryLimit)
     fatal("resources", at_line(line), "the threadgroup variables need %zu bytes; Metal allows %zu",
           g_threadgroup_bytes, kThreadgroupMemoryLimit);
-  memset(slot->data, kPoison, round_up(size, 16));
+  memset(slot->data, kPoison, size);
   clear_written(*r);
   slot->generation = g_generation;
   return slot->data;

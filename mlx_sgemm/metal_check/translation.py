@@ -63,10 +63,29 @@ class Unsupported(Exception):
 @dataclasses.dataclass(frozen=True)
 class SourceFiles:
     """Where the header and the body of an MLX source came from, to name
-    lines by: a line of the body is line ``n - body_start + 1`` of ``body``."""
+    lines by: line i (from 1) of the body is line ``body_first_line + i - 1``
+    of the file ``body`` (the string may stand inside a larger file, a Python
+    module's), unless ``body_origins`` names each line's file and line (a text
+    assembled from several files, comments and blank lines taken out: this
+    package's kernels, :func:`mlx_sgemm.build.sources.compiled_origins`). The
+    same for the header."""
 
     body: str = "source"
     header: str = "header"
+    body_first_line: int = 1
+    header_first_line: int = 1
+    body_origins: tuple[tuple[str, int], ...] | None = None
+    header_origins: tuple[tuple[str, int], ...] | None = None
+
+    def body_line(self, i: int) -> tuple[str, int]:
+        if self.body_origins is not None and 0 < i <= len(self.body_origins):
+            return self.body_origins[i - 1]
+        return self.body, self.body_first_line + i - 1
+
+    def header_line(self, i: int) -> tuple[str, int]:
+        if self.header_origins is not None and 0 < i <= len(self.header_origins):
+            return self.header_origins[i - 1]
+        return self.header, self.header_first_line + i - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,9 +110,9 @@ class Program:
         file where it came from one, else the generated source."""
         if self.files is not None:
             if 0 < line <= self.header_lines:
-                return self.files.header, line
+                return self.files.header_line(line)
             if self.body_start <= line < self.body_start + self.body_lines:
-                return self.files.body, line - self.body_start + 1
+                return self.files.body_line(line - self.body_start + 1)
         return f"{self.name}.metal (as MLX generates it)", line
 
 
@@ -150,6 +169,16 @@ def _launcher(source: str, name: str) -> tuple[str, int]:
     return code, buffers
 
 
+def _files_of(kernel) -> SourceFiles | None:
+    """The files and lines of a kernel whose text was assembled from files
+    (``line_origins()``), when they account for every compiled line."""
+    header, body = kernel.line_origins()
+    if (len(header) != kernel.compiled_header().count("\n")
+            or len(body) != kernel.compiled_source().count("\n")):
+        return None
+    return SourceFiles(body_origins=body, header_origins=header)
+
+
 def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
@@ -161,6 +190,8 @@ def program(
     """The translation unit for ``kernel`` called on arrays like ``inputs``."""
     mlx_source = signatures.metal_source(kernel, inputs)
     name = signatures.metal_kernel_name(kernel, inputs)
+    if files is None and hasattr(kernel, "line_origins"):  # this package's kernels
+        files = _files_of(kernel)
     _check_attributes(mlx_source)
     text = _rewrite_threadgroup_declarations(mlx_source)
     if kernel.template:

@@ -108,11 +108,28 @@ def test_memcheck_threadgroup_overrun_through_a_pointer():
     assert lines(f) == [4] and f.count == 2
 
 
-def test_memcheck_threadgroup_array_index_traps():
-    source = "threadgroup float t[4];\nt[thread_position_in_threadgroup.x] = 1.0f;\n"
+@pytest.mark.parametrize("array", ["threadgroup float t[4];", "float t[4] = {0, 1, 2, 3};"])
+def test_memcheck_an_index_past_a_fixed_size_array_names_it_and_the_run_goes_on(array):
+    """A threadgroup or thread-local array indexed directly past its end: the
+    variable, the index and the line, and the run goes on to its outputs."""
+    source = (f"{array}\nuint i = thread_position_in_threadgroup.x;\n"
+              "if (i < 6) t[i] = 1.0f;\nout[i] = x[i];\n")
     outputs, f = found(source, "memcheck", "out_of_bounds")
-    assert outputs is None  # a trap ends the run
-    assert "fixed-size array" in f.message and lines(f) == [2]
+    assert "outside the fixed-size array 't' of type" in f.message
+    assert re.search(r"index [45] outside", f.message) and f.count == 2
+    assert "float[4]" in f.message and lines(f) == [3]
+    np.testing.assert_array_equal(outputs[0], X)
+
+
+def test_memcheck_a_write_into_a_threadgroup_arrays_padding():
+    """12 bytes of array in a 16-byte allocation: the 4 bytes past it are not the array's."""
+    source = ("threadgroup float t[3];\nthreadgroup float* p = t;\n"
+              "uint i = thread_position_in_threadgroup.x;\n"
+              "if (i == 0) p[3] = 1.0f;\nout[i] = x[i];\n")
+    _, f = found(source, "memcheck", "out_of_bounds")
+    assert "4-byte write 0 bytes past the end of threadgroup variable 't'" in f.message or \
+        "write 4 bytes past the end of threadgroup variable 't' (k.metal:1) (12 bytes)" in f.message
+    assert lines(f) == [4]
 
 
 def test_memcheck_write_to_an_input():
@@ -125,7 +142,7 @@ def test_memcheck_write_to_an_input():
 def test_memcheck_clean_edge_guard():
     outputs, report = check("uint i = thread_position_in_grid.x;\nif (i < 60) out[i] = x[i];\n"
                             "else out[i] = 0.0f;\n", grid=(64, 1, 1), threadgroup=(32, 1, 1))
-    assert report.ok, report
+    report.assert_ok()
     np.testing.assert_array_equal(outputs[0], np.where(X < 60, X, 0))
 
 
@@ -146,7 +163,7 @@ if (i == 0) out[0] = partial[0];
 
 def test_racecheck_clean_reduction():
     outputs, report = check(REDUCTION, outputs=((1,),))
-    assert report.ok, report
+    report.assert_ok()
     assert outputs[0][0] == X.sum()
 
 
@@ -182,6 +199,42 @@ def test_racecheck_lanes_of_one_simdgroup_are_not_compared():
     assert not report.by_check("racecheck"), report
 
 
+def test_racecheck_two_lanes_of_one_simdgroup_store_to_one_address_in_one_step():
+    source = ("threadgroup float t[16];\nuint i = thread_position_in_threadgroup.x;\n"
+              "t[i / 2] = x[i];  // lanes 2k and 2k + 1 together\n"
+              "threadgroup_barrier(mem_flags::mem_threadgroup);\nout[i] = t[i / 2];\n")
+    _, f = found(source, "racecheck", "race", outputs=((32,),), grid=(32, 1, 1),
+                 threadgroup=(32, 1, 1))
+    assert "in the same step" in f.message and "simdgroup 0" in f.message
+    assert "threadgroup variable 't'" in f.message and lines(f) == [3, 3]
+
+
+def test_racecheck_lanes_storing_to_one_address_in_different_steps_do_not_race():
+    """Lane k stores in iteration k: in lockstep, one lane at a time."""
+    source = ("threadgroup float t[1];\nuint i = thread_position_in_threadgroup.x;\n"
+              "for (uint k = 0; k < 32; ++k) {\n  if (k == i) t[0] = x[i];\n}\n"
+              "threadgroup_barrier(mem_flags::mem_threadgroup);\nout[i] = t[0];\n")
+    _, report = check(source, outputs=((32,),), grid=(32, 1, 1), threadgroup=(32, 1, 1))
+    report.assert_ok()
+
+
+def test_racecheck_two_threadgroups_write_one_output_element():
+    source = "uint i = thread_position_in_grid.x;\nout[i % 32] = x[i];\n"
+    _, f = found(source, "racecheck", "race", outputs=((32,),), threadgroup=(32, 1, 1))
+    assert "from two threadgroups without atomics" in f.message and "buffer(1) out" in f.message
+    assert "threadgroup (0, 0, 0)" in f.message and "threadgroup (1, 0, 0)" in f.message
+    assert lines(f) == [2, 2] and f.count == 32
+
+
+def test_racecheck_two_threadgroups_adding_atomically_do_not_race():
+    source = ("uint i = thread_position_in_grid.x;\n"
+              "atomic_fetch_add_explicit(&out[i % 32], x[i], memory_order_relaxed);\n")
+    outputs, report = check(source, outputs=((32,),), threadgroup=(32, 1, 1),
+                            atomic_outputs=True, init_value=0.0)
+    report.assert_ok()
+    np.testing.assert_array_equal(outputs[0], X[:32] + X[32:])
+
+
 def test_racecheck_atomics_do_not_race():
     source = ("threadgroup atomic_int count;\nuint i = thread_position_in_threadgroup.x;\n"
               "if (i == 0) atomic_store_explicit(&count, 0, memory_order_relaxed);\n"
@@ -190,7 +243,7 @@ def test_racecheck_atomics_do_not_race():
               "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
               "out[i] = float(atomic_load_explicit(&count, memory_order_relaxed));\n")
     outputs, report = check(source)
-    assert report.ok, report
+    report.assert_ok()
     assert (outputs[0] == 64).all()
 
 
@@ -216,6 +269,52 @@ SYNC_BUGS = {
          "else v = simd_max(v);\nout[i] = v;\n"),
         "divergence", ["simd_max", "simd_sum"]),
 }
+
+
+INACTIVE_LANES = {
+    # The lanes that skip the call return: no deadlock, no divergence at a barrier.
+    "skipping-lanes-return": ("uint i = thread_position_in_grid.x;\n"
+                              "if (thread_index_in_simdgroup >= 16) return;\n"
+                              "out[i] = simd_sum(x[i]);\n",
+                              "lanes 16-31 had returned from the kernel"),
+    # They go on to a barrier the callers reach after the call.
+    "skipping-lanes-at-a-barrier": ("uint i = thread_position_in_grid.x;\nfloat v = x[i];\n"
+                                    "if (thread_index_in_simdgroup < 16) v = simd_sum(v);\n"
+                                    "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+                                    "out[i] = v;\n",
+                                    "lanes 16-31 wait at the threadgroup_barrier at k.metal:4"),
+}
+
+
+@pytest.mark.parametrize("case", INACTIVE_LANES, ids=INACTIVE_LANES.keys())
+def test_synccheck_a_simd_function_with_inactive_lanes(case):
+    """Reported whatever the skipping lanes do next; the run goes on, the
+    result covering the active lanes, as on an Apple GPU."""
+    source, fragment = INACTIVE_LANES[case]
+    outputs, f = found(source, "synccheck", "inactive_lanes", init_value=0.0)
+    assert "simd_sum called by 16 of the 32 lanes of simdgroup" in f.message and fragment in f.message
+    assert lines(f) == [3] and f.count == 2  # once per simdgroup
+    np.testing.assert_array_equal(outputs[0][:16], X[:16].sum())
+    np.testing.assert_array_equal(outputs[0][32:48], X[32:48].sum())
+
+
+def test_synccheck_a_shuffle_reading_an_inactive_lane():
+    source = ("uint i = thread_position_in_grid.x;\n"
+              "if (thread_index_in_simdgroup >= 24) { out[i] = 0.0f; return; }\n"
+              "out[i] = simd_shuffle_down(x[i], 8);  // lanes 16-23 read lanes 24-31\n")
+    _, report = check(source)
+    reads = [f for f in report.findings if f.kind == "inactive_lane_read"]
+    assert len(reads) == 1 and lines(reads[0]) == [3], report
+    assert "lane 16 of simdgroup 0 reads lane 24, which is inactive" in reads[0].message
+    assert reads[0].count == 16  # lanes 16-23 of both simdgroups
+
+
+def test_synccheck_a_partial_simdgroup_is_not_inactive_lanes():
+    """48 threads: the second simdgroup has 16 lanes, none inactive."""
+    source = "uint i = thread_position_in_grid.x;\nout[i] = simd_sum(x[i]) + simd_shuffle_down(x[i], 1);\n"
+    _, report = check(source, inputs=(X[:48],), outputs=((48,),), grid=(48, 1, 1),
+                      threadgroup=(48, 1, 1))
+    report.assert_ok()
 
 
 @pytest.mark.parametrize("case", SYNC_BUGS, ids=SYNC_BUGS.keys())
@@ -247,7 +346,7 @@ def test_initcheck_output_read_without_init_value():
     _, f = found(source, "initcheck", "uninitialized")
     assert "buffer(1) out" in f.message and "init_value" in f.message and lines(f) == [2]
     outputs, report = check(source, init_value=1.0)
-    assert report.ok, report
+    report.assert_ok()
     np.testing.assert_array_equal(outputs[0], X + 1)
 
 
@@ -256,7 +355,7 @@ def test_initcheck_output_elements_never_written():
     _, f = found(source, "initcheck", "unwritten")
     assert "1 of the 64 elements of buffer(1) out were never written (the first: element 63)" in f.message
     _, report = check(source, init_value=0.0)
-    assert report.ok, report
+    report.assert_ok()
 
 
 # ---- the report --------------------------------------------------------------------
@@ -269,6 +368,33 @@ def test_report_text_and_dict():
     assert text.endswith("ERROR SUMMARY: 1 error")
     d = report.to_dict()
     assert d["ok"] is False and d["findings"][0]["locations"][0]["line"] == 2
+
+
+def test_repeats_are_counted_as_repeats_past_the_findings_kept():
+    """2100 lines each reading past the end, by 64 threads: 2048 distinct
+    findings kept, the other 52 counted once each, their 64 repeats apart."""
+    source = "uint i = thread_position_in_grid.x;\nfloat acc = 0.0f;\n" + "".join(
+        f"acc += x[i + {64 + k}];\n" for k in range(2100)) + "out[i] = acc;\n"
+    _, report = check(source)
+    assert len(report.findings) == 2048 and all(f.count == 64 for f in report.findings)
+    assert (report.dropped, report.dropped_times) == (52, 52 * 64)
+    assert str(report).endswith("... and 52 more distinct findings not kept, 3328 times in all\n"
+                                "========= ERROR SUMMARY: 2100 errors")
+
+
+def test_one_deleted_barrier_is_a_few_errors():
+    """tile_threads without its first barrier: a few findings by line, all
+    kept (the runtime keeps them by code address, which an unrolled loop
+    multiplies; they were counted past the runtime's table as thousands)."""
+    from .harness.checks import variant
+
+    spec = specs.spec("tile_threads", "metal")
+    barrier = "threadgroup_barrier(mem_flags::mem_threadgroup);"
+    mutant = variant(spec, body=spec.source().replace(barrier, "", 1))
+    _, report = gemm.checked(mutant, *operands((127, 131), (131, 129)))
+    assert report.by_check("racecheck") and report.dropped == 0, str(report)
+    assert str(report).endswith(f"ERROR SUMMARY: {len(report.findings)} errors")
+    assert len(report.findings) <= 6
 
 
 def test_header_lines_are_named_by_the_header_file():
@@ -285,12 +411,77 @@ def test_header_lines_are_named_by_the_header_file():
 
 # ---- this package's kernels pass every check -------------------------------------------
 
+# (K, N): rows whose length is no multiple of 4 floats go element by element;
+# K and N multiples of 4 (rows 16 bytes apart) take tile_async's async copies.
+SHAPES = {"element-by-element": (21, 70), "async-copy": (20, 68)}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("stage", ["naive", "tile_16", "tile_threads", "tile_simdgroup", "tile_async",
-                                   "small_m"])
-def test_package_kernels_pass_every_check(stage):
-    """Edge tiles in M, N and K, a batch: nothing found."""
+                                   "small_m", "gemm"])
+def test_package_kernels_pass_every_check(stage, shape):
+    """Edge tiles in M, N and K, a batch, both of tile_async's copy paths: nothing found."""
     spec = specs.spec(stage, "metal")
-    a, b = operands((2, 9 if stage == "small_m" else 37, 21), (21, 70))
-    out, report = gemm.checked(spec, a, b)
-    assert report.ok, report
+    k, n = SHAPES[shape]
+    a, b = operands((2, 9 if stage == "small_m" else 37, k), (k, n))
+    stats: dict[str, int] = {}
+    out, report = gemm.checked(spec, a, b, stats=stats)
+    report.assert_ok()
     np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+    if spec.source_file == "tile_async.metal":
+        assert (stats["async_copies"] > 0) == (shape == "async-copy"), stats
+
+
+def test_this_packages_kernels_are_named_by_their_metal_and_header_files():
+    """A finding in a package kernel names kernels/metal/<file>:<line>, the
+    line as written there (the compiled text drops comments and blank lines)."""
+    from mlx_sgemm.build import sources
+
+    from .harness.checks import replace_once, variant
+
+    spec = specs.spec("tile_16", "metal")
+    mutant = variant(spec, header=replace_once(spec.header(), "(r < rows && c < cols) ?",
+                                               "(r < rows && c <= cols) ?"))
+    _, report = gemm.checked(mutant, *operands((33, 17), (17, 65)))
+    f = report.by_check("memcheck")[0]
+    loc = f.locations[0]
+    assert loc.path == "kernels/metal/sgemm/operand.h", str(report)
+    written = (sources.kernels_dir() / "metal" / "sgemm" / "operand.h").read_text()
+    assert loc.text.strip() and written.splitlines()[loc.line - 1].strip().startswith(
+        loc.text.strip()[:20])
+    assert "threadgroup variable" not in loc.path
+    races = gemm.checked(variant(spec, body=spec.source().replace(
+        "threadgroup_barrier(mem_flags::mem_threadgroup);", "", 1)),
+        *operands((33, 17), (17, 65)))[1].by_check("racecheck")
+    # The body lost a barrier's line: its lines no longer match the file's, and
+    # it is named as MLX generates it rather than by wrong lines.
+    assert races and "as MLX generates it" in races[0].locations[0].path
+
+
+def test_pytest_shows_the_whole_report_of_a_failing_check(tmp_path):
+    """report.assert_ok() fails with the report as written, not pytest's repr
+    of it cut at 240 characters."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    test = tmp_path / "test_failing_kernel.py"
+    test.write_text(
+        "from mlx_sgemm.metal_check import metal_kernel\n"
+        "import numpy as np\n\n"
+        "def test_it():\n"
+        "    k = metal_kernel(name='k', input_names=['x'], output_names=['out'],\n"
+        "                     source='uint i = thread_position_in_grid.x;\\nout[i] = x[i + 1];\\n',\n"
+        "                     source_path='k.metal')\n"
+        "    _, report = k(inputs=[np.zeros(64, np.float32)], output_shapes=[(64,)],\n"
+        "                  output_dtypes=['float32'], grid=(64, 1, 1), threadgroup=(64, 1, 1))\n"
+        "    report.assert_ok()\n")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1
+    for line in ("memcheck: out_of_bounds: a 4-byte read 4 bytes past the end of buffer(0) x",
+                 "at k.metal:2: out[i] = x[i + 1];", "ERROR SUMMARY: 1 error"):
+        assert line in run.stdout, run.stdout[-3000:]

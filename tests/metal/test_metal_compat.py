@@ -17,7 +17,7 @@ def run(source, inputs, outputs, grid, threadgroup=None, names=("x",), dtypes=No
     result, report = kernel(inputs=list(inputs), output_shapes=[outputs],
                             output_dtypes=dtypes or ["float32"], grid=grid,
                             threadgroup=threadgroup or grid, **kwargs)
-    assert report.ok, report
+    report.assert_ok()
     return result[0]
 
 

@@ -32,7 +32,7 @@ def test_myexp():
     (b,), report = kernel("myexp", ["inp"], ["out"])(
         inputs=[a], template=[("T", "float32")], grid=(a.size, 1, 1), threadgroup=(256, 1, 1),
         output_shapes=[a.shape], output_dtypes=[a.dtype])
-    assert report.ok, report
+    report.assert_ok()
     np.testing.assert_allclose(b, np.exp(a.astype(np.float32)), rtol=1e-3)
 
 
@@ -41,7 +41,7 @@ def test_myexp_strided():
     (b,), report = kernel("myexp_strided", ["inp"], ["out"], ensure_row_contiguous=False)(
         inputs=[a], template=[("T", "float32")], grid=(a.size, 1, 1), threadgroup=(256, 1, 1),
         output_shapes=[a.shape], output_dtypes=[a.dtype])
-    assert report.ok, report
+    report.assert_ok()
     np.testing.assert_allclose(b, np.exp(a.astype(np.float32)), rtol=1e-3)
 
 
@@ -103,7 +103,7 @@ def test_grid_sample_with_guarded_reads_is_clean():
         source = source.replace(read, f"T I_{corner} = {inside} ? "
                                       f"x[base_idx + iy_{corner} * h_stride + ix_{corner} * w_stride] : 0;")
     x, grid, out, report = run_grid_sample(source)
-    assert report.ok, report
+    report.assert_ok()
     np.testing.assert_allclose(out, grid_sample_ref(x, grid), atol=1e-5)
 
 
@@ -126,7 +126,7 @@ def test_grid_sample_grad(init_value):
         assert any("atomic_fetch_add_explicit(&x_grad" in f.locations[0].text
                    for f in report.findings if f.locations)
         return
-    assert report.ok, report
+    report.assert_ok()
     expected = np.zeros(x.shape)
     for b, ys, xs, wt in corners(x, grid):
         np.add.at(expected, (b, ys, xs), wt[..., None] * cot)
