@@ -171,7 +171,8 @@ def bench(parser: argparse.ArgumentParser, args) -> int:
                      f"{sweep.REPEATS} runs each.")
     if args.json:
         print(json.dumps({"note": run.note, "recorded": run.recorded,
-                          "csv": str(run.csv) if run.csv else None, "rows": run.rows}, indent=1))
+                          "csv": str(run.csv) if run.csv else None,
+                          "source": str(run.source) if run.source else None, "rows": run.rows}, indent=1))
     else:
         print(run.note)
         print(tables.tables(run.rows))

@@ -21,7 +21,8 @@ class Run:
     note: str  # what the rows are, for a person
     peak_gflops: float | None
     bandwidth_gbs: float | None
-    csv: Path | None = None
+    csv: Path | None = None  # where the rows shown were written (None: not written)
+    source: Path | None = None  # the recorded run they come from (None: measured now)
 
 
 class NoRecordedRows(LookupError):
@@ -122,7 +123,7 @@ def collect(
             written = results.write_csv(rows, Path(out) / f"recorded-{path.name}")
             note += f" The rows shown are written to {written} (recorded, not measured here)."
         return Run(rows, True, note, peak_gflops or found.fp32_gflops,
-                   bandwidth or found.bandwidth_gbs, written or path)
+                   bandwidth or found.bandwidth_gbs, written, path)
     peak = measure.device_peak(peak_gflops, bandwidth)
     shapes = [(s, s, s) for s in (DEFAULT_SIZES if sizes is None else sizes)] + [tuple(s) for s in shapes]
     rows = measure.as_dicts(measure.measure(
