@@ -42,7 +42,7 @@ def results_table() -> str:
     for precision in ("float32", "tf32"):
         for kernel in s.kernels(precision):
             first = s.row(kernel, precision, s.largest()[0])
-            name = f"`{kernel}`" + ("" if precision == "float32" else ' `precision="tf32"`')
+            name = f"`{kernel}`" + ("" if precision == "float32" else " (TF32)")
             what = WHAT[kernel] if precision == "float32" else (
                 "cuBLAS TF32 (MLX's default)" if kernel == BASELINE else "the adaptive op, TF32")
             pct = s.both(kernel, precision, "pct_peak", lambda x: "-" if x is None else f"{x:.0f}%")
