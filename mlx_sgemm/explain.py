@@ -43,7 +43,6 @@ _CONTRACTS = {
                          "TF32's), one float16 tensor-core product (error like mx.matmul's CUDA default); "
                          "lines too wide for float16's range go to float32 FMAs",
 }
-_FMA_KERNELS = ("naive", "tile", "tile_threads", "small_m", "small_m_wide")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -291,7 +290,7 @@ def explain(
     }
     if spec.shared_memory:
         parameters["shared_memory"] = f"{spec.shared_memory // 1024} KB"
-    unit = "fma" if spec.source_file.split(".")[0] in _FMA_KERNELS else "tensor"
+    unit = "fma" if kernel_choice.runs_on_fma(spec) else "tensor"
     if how.spec.stage == kernel_choice.EMULATED.stage:
         from .emulation import gpu
 

@@ -89,11 +89,6 @@ def gflops_vs_size(rows, path: Path, recorded: bool):
     plt.close(fig)
 
 
-def units_of(row) -> str:
-    """The kind of units a row ran on: its recorded ``peak_kind``, else :func:`peaks.units`."""
-    return row.get("peak_kind") or peaks.units(row)
-
-
 def ceilings(rows, peak_gflops: float | None = None) -> dict[str, float]:
     """{kind of units: its peak GFLOP/s} for every kind the rows ran on whose
     peak is known (``peak_gflops`` overrides the FP32 rate), lowest first."""
@@ -103,10 +98,9 @@ def ceilings(rows, peak_gflops: float | None = None) -> dict[str, float]:
                                  found.int8_gops, found.fp16_gflops)
     rates = {}
     for row in rows:
-        kind = units_of(row)
-        rate = peaks.units_peak({**row, "peak_kind": kind}, found)
+        rate = peaks.units_peak(row, found)
         if rate:
-            rates[kind] = rate
+            rates[peaks.row_units(row)] = rate
     return dict(sorted(rates.items(), key=lambda kv: kv[1]))
 
 
@@ -132,16 +126,16 @@ def pct_peak(rows, path: Path, recorded: bool, peak_gflops: float | None):
     fig, ax = plt.subplots(figsize=(9, 5))
     names = [label(r) for r in at_largest]
     top = fastest(at_largest)
-    colors = ["gray" if n.startswith("mx.") else _unit_color(units_of(r)) for n, r in zip(names, at_largest)]
+    colors = ["gray" if n.startswith("mx.") else _unit_color(peaks.row_units(r)) for n, r in zip(names, at_largest)]
     bars = ax.bar(names, [r["gflops"] / 1000 for r in at_largest], color=colors,
                   edgecolor=["black" if r is top else "none" for r in at_largest], linewidth=2)
     for x, row in enumerate(at_largest):
-        cap = caps.get(units_of(row))
+        cap = caps.get(peaks.row_units(row))
         if cap:
-            ax.plot([x - 0.4, x + 0.4], [cap / 1000] * 2, color=_unit_color(units_of(row)), linestyle=":",
+            ax.plot([x - 0.4, x + 0.4], [cap / 1000] * 2, color=_unit_color(peaks.row_units(row)), linestyle=":",
                     linewidth=1.5)
     ax.bar_label(bars, fontsize=7, labels=[
-        f"{r['gflops'] / 1000:.1f}" + (f"\n{r['pct_peak']:.0f}% of {units_of(r)}" if r["pct_peak"] is not None
+        f"{r['gflops'] / 1000:.1f}" + (f"\n{r['pct_peak']:.0f}% of {peaks.row_units(r)}" if r["pct_peak"] is not None
                                        else "\npeak unknown") + ("\nfastest" if r is top else "")
         for r in at_largest])
     ax.set_ylabel("TFLOP/s; dotted: the peak of its units (FP32, TF32, TF32 / 3 for 3xTF32,\n"
@@ -170,8 +164,8 @@ def roofline(rows, path: Path, recorded: bool, peak_gflops: float | None, bandwi
         ax.plot([start, hi], [rate, rate], color=_unit_color(name), linewidth=1)
         ax.text(hi, rate, f" {name} {rate / 1000:.0f} TFLOP/s", color=_unit_color(name), fontsize=7, va="center")
     for name, series in _series(rows).items():
-        for kind in dict.fromkeys(units_of(r) for r in series):
-            mine = [r for r in series if units_of(r) == kind]
+        for kind in dict.fromkeys(peaks.row_units(r) for r in series):
+            mine = [r for r in series if peaks.row_units(r) == kind]
             baseline = name.startswith("mx.")
             ax.plot([intensity(r) for r in mine], [r["gflops"] for r in mine], linestyle="",
                     marker="s" if baseline else _MARKERS[list(_series(rows)).index(name) % len(_MARKERS)],

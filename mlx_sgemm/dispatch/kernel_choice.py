@@ -106,6 +106,15 @@ HALF_TF32_MIN_SHAPE = (4096, 4096, 2048)  # M N K at least this product's
 HALF_TF32_MIN_VOLUME = math.prod(HALF_TF32_MIN_SHAPE)
 
 
+# The kernels that multiply with FP32 FMAs (by source file), the rest with tensor cores.
+FMA_SOURCES = ("naive", "tile", "tile_threads", "small_m", "small_m_wide")
+
+
+def runs_on_fma(spec: specs.KernelSpec) -> bool:
+    """Whether ``spec``'s kernel multiplies with FP32 FMAs rather than tensor cores."""
+    return spec.source_file.split(".")[0] in FMA_SOURCES
+
+
 def is_emulated(launch: Launch) -> bool:
     """Whether ``launch`` is an emulation (several kernels) rather than one kernel."""
     return launch.spec.stage in EMULATION_OPS

@@ -46,7 +46,7 @@ def results_table() -> str:
             what = WHAT[kernel] if precision == "float32" else (
                 "cuBLAS TF32 (MLX's default)" if kernel == BASELINE else "the adaptive op, TF32")
             pct = s.both(kernel, precision, "pct_peak", lambda x: "-" if x is None else f"{x:.0f}%")
-            lines.append(f"| {name} | {what} | {first['peak_kind'] or peaks.units(first)} | "
+            lines.append(f"| {name} | {what} | {peaks.row_units(first)} | "
                          f"{s.both(kernel, precision, 'gflops', tflops)} | "
                          f"{s.both(kernel, precision, 'x_matmul', ratio)} | {pct} | "
                          f"{s.both(kernel, precision, 'error', error)} |")

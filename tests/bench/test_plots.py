@@ -17,8 +17,8 @@ def test_no_recorded_point_sits_above_the_ceiling_of_its_units(path):
     rows = results.read_csv(path)
     caps = plots.ceilings(rows)
     for row in rows:
-        kind = plots.units_of(row)
-        rate = peaks.units_peak({**row, "peak_kind": kind}, peaks.lookup(row["device"]))
+        kind = peaks.row_units(row)
+        rate = peaks.units_peak(row, peaks.lookup(row["device"]))
         assert rate is not None, f"{row['device']} has no {kind} peak"
         assert row["gflops"] <= rate, f"{row['kernel']} {row['precision']} {row['M']}: {row['gflops']:.0f} > {kind} {rate:.0f}"
         assert caps[kind] == rate  # the roofline draws that ceiling
@@ -26,7 +26,7 @@ def test_no_recorded_point_sits_above_the_ceiling_of_its_units(path):
 
 def test_the_newest_run_draws_the_fp16_ceilings_its_split_ran_under():
     rows = results.read_csv(results.newest_recorded())
-    kinds = {plots.units_of(r) for r in rows if r["kernel"] == "matmul"}
+    kinds = {peaks.row_units(r) for r in rows if r["kernel"] == "matmul"}
     assert {peaks.THREE_FP16, peaks.FP16} <= kinds <= set(plots.ceilings(rows))
 
 
@@ -62,3 +62,19 @@ def test_the_fastest_kernel_is_the_tallest_bar_and_says_so(tmp_path, monkeypatch
     monkeypatch.setattr(plots.plt.Axes, "bar", bar)
     plots.pct_peak(rows, tmp_path / "pct.png", True, None)
     assert max(bars, key=bars.get) == plots.label(top)
+
+
+@pytest.mark.parametrize("device,precision,mnk,units", [
+    ("NVIDIA H100 80GB HBM3", "float32", (4096, 4096, 4096), peaks.THREE_FP16),
+    ("NVIDIA H100 80GB HBM3", "tf32", (4096, 4096, 4096), peaks.FP16),
+    ("NVIDIA H100 80GB HBM3", "float32", (1024, 1024, 1024), peaks.THREE_TF32),
+    ("NVIDIA H100 80GB HBM3", "tf32", (2048, 2048, 2048), peaks.TF32),
+    ("NVIDIA H100 80GB HBM3", "float32", (1, 4096, 4096), peaks.FP32),  # small_m: FMAs
+    ("NVIDIA H200", "tf32", (4, 14336, 4096), peaks.FP32),  # small_m_wide
+    ("NVIDIA A100-SXM4-80GB", "float32", (4096, 4096, 4096), peaks.FP32),  # tile_threads
+    ("NVIDIA A100-SXM4-80GB", "tf32", (4096, 4096, 4096), peaks.TF32),
+])
+def test_matmuls_units_are_those_of_the_kernel_the_rule_picks(device, precision, mnk, units):
+    m, n, k = mnk
+    row = dict(device=device, backend="cuda", kernel="matmul", precision=precision, M=m, N=n, K=k)
+    assert peaks.units(row) == units
