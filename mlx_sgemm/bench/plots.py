@@ -75,8 +75,13 @@ def gflops_vs_size(rows, path: Path, recorded: bool):
     # lines zig-zag (they are in the tables and the roofline).
     square = _square(rows)
     fig, ax = plt.subplots(figsize=(8, 5))
+    ours = 0
     for name, series in _series(square).items():
-        ax.plot([size(r) for r in series], [r["gflops"] for r in series], label=name, **_style(name))
+        style = _style(name)
+        if not name.startswith("mx."):  # not the baselines' black and grey
+            style["color"] = _COLORS[ours % len(_COLORS)]
+            ours += 1
+        ax.plot([size(r) for r in series], [r["gflops"] for r in series], label=name, **style)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("problem size M = N = K")
