@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import mlx.core as mx
+
 from ..explain import explain
 from .sweep_figures import shape_text
 
@@ -29,7 +31,10 @@ DEVICES = (
 
 
 def _plan(m: int, n: int, k: int, **where):
-    return explain((m, k), (k, n), **where)
+    # Planned from a CPU stream whatever this machine has, so that the pages
+    # read the same written anywhere: a GPU here would put its own name, its
+    # wgmma and its autotune cache into the plan.
+    return explain((m, k), (k, n), stream=mx.cpu, **where)
 
 
 def _cell(plan) -> str:
