@@ -1,20 +1,9 @@
 """Command line: the ``mlx-sgemm`` script (also ``python -m mlx_sgemm``).
 
-``mlx-sgemm bench``: with a GPU, every kernel next to mx.matmul over a sweep of
-sizes, written as a CSV and three plots under ``--out``. Without one it says so
-and shows the newest run recorded on a real GPU (benchmarks/results/),
-labelled as such, filtered by the same options.
-
-``mlx-sgemm explain 1x4096x4096``: what matmul would run for a product, and
-why (:func:`mlx_sgemm.explain`); it plans, it launches nothing.
-
-``mlx-sgemm check-kernel my_kernel.metal --grid ... --threadgroup ...``: any
-mx.fast.metal_kernel body run on the CPU with memcheck, racecheck, synccheck
-and initcheck (:mod:`mlx_sgemm.metal_check`); exit status 1 when a check finds
-a problem.
-
+Its ``--help`` text is :data:`DESCRIPTION` and :data:`EPILOG`, plain text for a terminal.
 Arguments are checked before anything runs: a bad one is a one-line error
-(``mlx-sgemm: error: argument --sizes: must be >= 1, got 0``) and exit status 2.
+(``mlx-sgemm: error: argument --sizes: must be >= 1, got 0``) and exit status
+2; so is a bare ``mlx-sgemm``, which prints the usage.
 """
 
 from __future__ import annotations
@@ -29,10 +18,35 @@ from pathlib import Path
 
 PROG = "mlx-sgemm"
 
+DESCRIPTION = "SGEMM kernels for MLX: every stage of the optimization journey, and matmul, which picks one."
+EPILOG = """\
+Without a GPU, bench shows the newest run recorded on a real GPU (benchmarks/results/),
+labelled as such, and explain plans for the GPU named by --backend.
+
+examples:
+  mlx-sgemm bench --sizes 1024 4096
+  mlx-sgemm explain 4096x4096x4096 --backend cuda
+  mlx-sgemm bench --help
+"""
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions as written; each option's default shown where it has one
+    (not for flags, nor where its help already says it)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if (action.default not in (None, False, [], argparse.SUPPRESS) and "default" not in text
+                and action.option_strings):
+            text += " (default: %(default)s)"
+        return text
+
 
 class Parser(argparse.ArgumentParser):
     """argparse, its errors one line: the usage it would print first is what
     ``--help`` is for, and a script reading stderr wants the reason alone."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)  # subcommands' parsers too
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{PROG}: error: {message}\n")
@@ -79,11 +93,13 @@ def version_text() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from .bench.measure import KERNELS, PRECISIONS
+    from .bench.sweep import REPEATS
 
-    parser = Parser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=version_text())
-    commands = parser.add_subparsers(dest="command", required=True)
-    b = commands.add_parser("bench", help="time every kernel next to mx.matmul")
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+    b = commands.add_parser("bench", help="time every kernel next to mx.matmul; write a CSV and three plots "
+                                          "(no GPU: the newest recorded run)")
     sizes = b.add_mutually_exclusive_group()
     sizes.add_argument("--sizes", nargs="+", type=at_least_one, default=None, metavar="N",
                        help="square sizes M = N = K (default 256 512 ... 8192)")
@@ -94,9 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"kernels to time (default all: {' '.join(KERNELS)})")
     b.add_argument("--precisions", nargs="+", default=None, choices=PRECISIONS,
                    help="precisions for the adaptive matmul (default all; tf32 on CUDA only)")
-    b.add_argument("--repeats", type=at_least_one, default=20, help="timed runs per measurement (median)")
-    b.add_argument("--peak-gflops", type=positive, default=None, help="override the device's FP32 peak")
-    b.add_argument("--bandwidth", type=positive, default=None, help="override its memory bandwidth, GB/s")
+    b.add_argument("--repeats", type=at_least_one, default=None,
+                   help=f"timed runs per measurement, their median kept (default: {REPEATS}; live runs only)")
+    b.add_argument("--peak-gflops", type=positive, default=None, help="override the device's FP32 peak, GFLOP/s (default: its datasheet's)")
+    b.add_argument("--bandwidth", type=positive, default=None, help="override its memory bandwidth, GB/s (default: its datasheet's)")
     b.add_argument("--out", type=Path, default=Path("outputs"), help="where the CSV and plots go")
     b.add_argument("--recorded", action="store_true",
                    help="show the newest recorded run even if a GPU is present (a recorded run "
@@ -104,12 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.add_argument("--json", action="store_true", help="print the rows as JSON, nothing else")
-    e = commands.add_parser("explain", help="what matmul would run for a product, and why")
+    e = commands.add_parser("explain", help="what matmul would run for a product, and why "
+                                            "(launches nothing; no GPU: add --backend cuda)")
     e.add_argument("shapes", nargs="+", type=shape, metavar="MxNxK", help="e.g. 1x4096x4096")
     e.add_argument("--precision", default="float32", choices=PRECISIONS)
     e.add_argument("--deterministic", action="store_true", help="plan matmul(..., deterministic=True)")
     e.add_argument("--backend", choices=("cuda", "metal"), default=None,
-                   help="plan for this backend (default: this machine's)")
+                   help="plan for this backend (default: this machine's; on a machine without a GPU, "
+                        "name one)")
     e.add_argument("--transposed-b", action="store_true", help="B is a transposed view (x @ W.T)")
     e.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"),
                    help="the operands' dtype: converted to float32 on load or cast first, by kernel")
@@ -135,8 +154,7 @@ def _writable_directory(parser: argparse.ArgumentParser, out: Path) -> None:
 def bench(parser: argparse.ArgumentParser, args) -> int:
     from .bench import sweep, tables
 
-    if not (args.recorded and args.no_plots):  # else nothing is written there
-        _writable_directory(parser, args.out)
+    _writable_directory(parser, args.out)
     try:
         run = sweep.collect(
             sizes=args.sizes or ([args.size] if args.size else None),
@@ -148,9 +166,13 @@ def bench(parser: argparse.ArgumentParser, args) -> int:
     except (FileNotFoundError, sweep.NoRecordedRows) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
+    if run.recorded and args.repeats is not None:
+        run.note += (f" --repeats applies to live runs only: the recorded rows are medians of "
+                     f"{sweep.REPEATS} runs each.")
     if args.json:
         print(json.dumps({"note": run.note, "recorded": run.recorded,
-                          "csv": str(run.csv) if run.csv else None, "rows": run.rows}, indent=1))
+                          "csv": str(run.csv) if run.csv else None,
+                          "source": str(run.source) if run.source else None, "rows": run.rows}, indent=1))
     else:
         print(run.note)
         print(tables.tables(run.rows))
@@ -183,6 +205,11 @@ def explain(args) -> int:
         print(json.dumps([dataclasses.asdict(p) for p in plans], indent=1, default=str))
     else:
         print("\n\n".join(str(p) for p in plans))
+        if any(p.backend == "cpu-fallback" for p in plans):
+            shapes = " ".join("x".join(map(str, s)) for s in args.shapes)
+            print(f"\nNo GPU here, so MLX's CPU backend computes every op with mx.matmul. What a GPU runs:\n"
+                  f"  {PROG} explain {shapes} --backend cuda    (an NVIDIA Hopper GPU)\n"
+                  f"  {PROG} explain {shapes} --backend metal   (an Apple GPU)")
     return 0
 
 
@@ -192,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             parser = build_parser()
             args = parser.parse_args(argv)
+            if args.command is None:  # a bare mlx-sgemm: what it can do, and a usage error's status
+                parser.print_help(sys.stderr)
+                return 2
             if args.command == "check-kernel":
                 from .metal_check.command import run_command
 

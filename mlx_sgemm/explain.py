@@ -43,7 +43,6 @@ _CONTRACTS = {
                          "TF32's), one float16 tensor-core product (error like mx.matmul's CUDA default); "
                          "lines too wide for float16's range go to float32 FMAs",
 }
-_FMA_KERNELS = ("naive", "tile", "tile_threads", "small_m", "small_m_wide")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +106,15 @@ _CONVERSION_WORDS = {
 }
 
 
+def _parameter(name: str, value) -> tuple[str, object]:
+    """A template constant as explain shows it. SPLIT (whether each operand is
+    split into two TF32 parts) is shown as the passes it makes, so that it is
+    not read as the K split shown beside it."""
+    if name == "SPLIT":
+        return "passes", "3xTF32" if value else "1xTF32"
+    return name, int(value) if isinstance(value, bool) else value
+
+
 def _dtypes_of(a, b, dtype) -> tuple[str, str]:
     """The operands' dtype names: an array's own, else ``dtype`` (one for both,
     or a pair; a name or an mx.Dtype)."""
@@ -159,12 +167,14 @@ def _nearest_recorded(backend: str, precision: str, M: int, N: int, K: int, b_tr
     """matmul's recorded ratio to mx.matmul at the measured shape nearest to
     M x N x K (log distance), from the recorded shape suites and sweeps; of
     runs equally near, the newest (by the date in its name): it measured the
-    kernels as they are now."""
+    kernels as they are now; of those, the benchmark's sweep (bench-*.csv),
+    the run the README's results and the no-GPU benchmark show."""
     if backend != device.CUDA:
         return None  # every recorded run is on NVIDIA GPUs
     best, best_distance = None, math.inf
     for directory in results.recorded_directories():
-        for path in sorted(Path(directory).glob("*.csv"), key=results.oldest_first):
+        for path in sorted(Path(directory).glob("*.csv"),
+                           key=lambda f: (results.run_date(f) or "", f.name.startswith("bench-"), f.stem)):
             with open(path, newline="") as f:
                 for row in csv.DictReader(f):
                     found = _recorded_row(row, precision, b_transposed)
@@ -241,8 +251,8 @@ def explain(
     if backend == device.CPU_FALLBACK:
         return Explanation(
             shape, backend, name, precision, "mx.matmul", "", {}, 1, (0, 0),
-            "CPU fallback: custom kernels cannot run on MLX's CPU backend "
-            "(explain(..., backend='cuda' or 'metal') shows what a GPU runs)",
+            "CPU fallback: MLX's CPU backend runs no custom kernels, so every op computes with "
+            "mx.matmul (name the backend cuda or metal to plan for a GPU)",
             _layouts(backend, None, b_transposed), dtypes, dict.fromkeys("ab", "mx.matmul"),
             "float32 (MLX's CPU matmul)", None)
 
@@ -278,12 +288,12 @@ def explain(
     tiles_m, tiles_n = p.tiles(spec.block_m, spec.block_n)
     parameters = {
         "block": f"{spec.block_m}x{spec.block_n}", "threads": threads,
-        **{k: (int(v) if isinstance(v, bool) else v) for k, v in spec.template},
+        **dict(_parameter(k, v) for k, v in spec.template),
         "blocks": tiles_m * tiles_n * p.batch * how.k_splits,
     }
     if spec.shared_memory:
         parameters["shared_memory"] = f"{spec.shared_memory // 1024} KB"
-    unit = "fma" if spec.source_file.split(".")[0] in _FMA_KERNELS else "tensor"
+    unit = "fma" if kernel_choice.runs_on_fma(spec) else "tensor"
     if how.spec.stage == kernel_choice.EMULATED.stage:
         from .emulation import gpu
 

@@ -35,7 +35,29 @@ def test_parser_defaults_and_shapes():
     args = cli.build_parser().parse_args(["bench", "--shapes", "1,4096,4096", "7x5x3"])
     assert args.shapes == [(1, 4096, 4096), (7, 5, 3)]
     assert args.kernels is None and args.precisions is None  # all of them
-    assert args.sizes is None and args.repeats == 20
+    assert args.sizes is None and args.repeats is None  # sweep.REPEATS for a live run
+
+
+def help_text(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as stop:
+        cli.main([*argv, "--help"])
+    assert stop.value.code == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [[], ["bench"], ["explain"]])
+def test_help_is_plain_text_with_the_defaults(argv, capsys):
+    text = help_text(argv, capsys)
+    assert "``" not in text and ":func:" not in text and ":mod:" not in text
+    if argv == ["bench"]:
+        assert f"(default: {sweep.REPEATS}; live runs only)" in text and "(default: outputs)" in text
+
+
+def test_a_bare_command_prints_the_usage_and_exits_2(capsys):
+    assert cli.main([]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("usage: mlx-sgemm") and "bench" in captured.err and "explain" in captured.err
+    assert captured.out == ""
 
 
 def test_csv_round_trip_and_schema(tmp_path):
@@ -126,7 +148,7 @@ def test_no_gpu_shows_the_committed_recording(tmp_path, capsys):
     (["bench", "--bandwidth", "nan"], "--bandwidth"), (["bench", "--bandwidth", "inf"], "--bandwidth"),
     (["explain", "1x2"], "MxNxK"), (["explain", "4x0x4"], "MxNxK"), (["explain", "axbxc"], "MxNxK"),
     (["explain", "4x4x4", "--precision", "fp16"], "--precision"),
-    (["explain", "4x4x4", "--backend", "rocm"], "--backend"), ([], "command"),
+    (["explain", "4x4x4", "--backend", "rocm"], "--backend"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(argv, named, capsys, monkeypatch):
     monkeypatch.setattr(sweep, "collect", lambda **kw: pytest.fail("ran with a bad argument"))
@@ -152,11 +174,34 @@ def test_an_unusable_out_fails_before_any_work(where, tmp_path, capsys, monkeypa
     assert line.startswith("mlx-sgemm: error: argument --out: ") and str(out) in line
 
 
-def test_out_is_created_when_missing_and_left_alone_when_nothing_goes_there(recorded, tmp_path, capsys):
-    assert cli.main([*recorded, "--out", str(tmp_path / "unused")]) == 0  # --recorded --no-plots
-    assert not (tmp_path / "unused").exists()
+def test_out_is_created_when_missing(recorded, tmp_path, capsys):
     assert cli.main([*recorded[:-1], "--out", str(tmp_path / "new" / "dir")]) == 0  # with plots
     assert all((tmp_path / "new" / "dir" / name).exists() for name in plots.FILES)
+
+
+def test_a_recorded_view_writes_the_csv_of_what_it_shows(recorded, tmp_path, capsys):
+    assert cli.main([*recorded, "--sizes", "1024", "--kernels", "naive"]) == 0
+    written = tmp_path / "out" / "recorded-bench-2026-11-21.csv"
+    assert f"The rows shown are written to {written} (recorded, not measured here)." in capsys.readouterr().out
+    rows = results.read_csv(written)
+    assert {mnk(r) for r in rows} == {(1024,) * 3} and {r["kernel"] for r in rows} == {"naive", "mx.matmul"}
+
+
+def test_repeats_on_a_recorded_run_says_it_does_not_apply(recorded, capsys):
+    assert cli.main([*recorded, "--repeats", "5"]) == 0
+    assert f"--repeats applies to live runs only: the recorded rows are medians of {sweep.REPEATS}" in (
+        capsys.readouterr().out)
+
+
+@pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU mode")
+def test_a_shape_of_the_recorded_shape_suite_is_served_from_it(tmp_path, capsys):
+    """The sweep records squares; the shape suite of the same GPU holds model shapes."""
+    assert cli.main(["bench", "--shapes", "1,4096,4096", "--out", str(tmp_path), "--no-plots", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {(r["kernel"], mnk(r)) for r in doc["rows"]} >= {("matmul", (1, 4096, 4096)),
+                                                          ("mx.matmul", (1, 4096, 4096))}
+    assert "from the shape suite shapes-" in doc["note"]
+    assert len({r["device"] for r in doc["rows"]}) == 1
 
 
 # ---- the recorded view: filtered, as JSON ---------------------------------------------------
@@ -231,7 +276,7 @@ def test_collect_filters_a_recorded_run_as_the_notebook_calls_it(recorded):
 def test_json_output_is_the_rows_and_only_them(recorded, capsys):
     assert cli.main([*recorded, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["recorded"] is True and doc["csv"].endswith("bench-2026-11-21.csv")
+    assert doc["recorded"] is True and doc["csv"].endswith("recorded-bench-2026-11-21.csv")
     written = results.read_csv(results.newest_recorded())
     assert doc["rows"] == written and doc["note"].startswith("Recorded results requested")
 
@@ -310,6 +355,20 @@ def test_explain_passes_its_options_through(capsys):
     assert cli.main(["explain", "1x4096x4096", "--backend", "cuda", "--dtype", "bfloat16"]) == 0
     expected = mlx_sgemm.explain((1, 4096), (4096, 4096), backend="cuda", dtype="bfloat16")
     assert capsys.readouterr().out == f"{expected}\n" and "bfloat16: converted to float32 on load" in str(expected)
+
+
+@pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU advice")
+def test_explain_without_a_gpu_tells_the_command_for_one(capsys):
+    assert cli.main(["explain", "4096x4096x4096"]) == 0
+    out = capsys.readouterr().out
+    assert "mlx-sgemm explain 4096x4096x4096 --backend cuda" in out and "explain(" not in out
+
+
+def test_explain_writes_large_numbers_as_shapes_and_one_name_per_thing(capsys):
+    assert cli.main(["explain", "4096x4096x4096", "128x1024x4096", "--backend", "cuda", "--precision", "tf32"]) == 0
+    out = capsys.readouterr().out
+    assert "4096x4096x2048" in out and "34359738368" not in out
+    assert "SPLIT=" not in out and "passes=1xTF32" in out and "K split      4 ways" in out
 
 
 def test_explain_json(capsys):

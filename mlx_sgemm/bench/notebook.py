@@ -78,7 +78,7 @@ def mode_text(run: sweep.Run) -> str:
         first = run.rows[0]
         why = ("no GPU here: MLX runs on its CPU backend, where the kernels cannot run"
                if backend == device.CPU_FALLBACK else f"{RECORDED_ENV}=1 asked for it (MLX backend here: {backend})")
-        return (f"**Mode: recorded** ({why}).\n\nEvery speed below is read from `{run.csv.name}`, measured on "
+        return (f"**Mode: recorded** ({why}).\n\nEvery speed below is read from `{run.source.name}`, measured on "
                 f"**{first['device']}** with MLX {first['mlx_version']} on {first['date']}. On a machine with an MLX "
                 f"GPU backend this notebook measures live instead (sizes {', '.join(map(str, live_sizes()))}).")
     first = run.rows[0]
@@ -220,7 +220,7 @@ def accuracy_rows(run: sweep.Run) -> tuple[list[dict], str]:
         rows = precision_modes.read_csv(path)
         return rows, f"Recorded: `{path.name}` ({rows[0]['device']}, MLX {rows[0]['mlx_version']}, {rows[0]['date']})."
     return precision_modes.from_sweep(run.rows), (
-        f"Recorded: the error column of `{run.csv.name}`, normal inputs. No run on wide-range inputs is "
+        f"Recorded: the error column of `{run.source.name}`, normal inputs. No run on wide-range inputs is "
         "recorded yet (`python benchmarks/precision_modes.py` records one on a GPU; on a GPU this notebook "
         "measures them live).")
 

@@ -108,29 +108,35 @@ def lookup(device_name: str, gpu_cores: int | None = None) -> DevicePeak:
 
 def units(row: dict, split: bool = True) -> str:
     """FP32, TF32, 3xTF32, FP16 or 3xFP16: what the row's kernel multiplies on.
-    ``matmul`` on a Hopper GPU runs the float16 split where kernel_choice's
-    rule takes it, if the row gives its device and M, N, K; ``split=False``
+    For ``matmul``, the kernel kernel_choice's rule picks for the row's M, N
+    and K on its device (a Hopper GPU by its name): the float16 split where
+    it takes the product, FP32 FMAs for its few-row kernels; ``split=False``
     for rows recorded before the split existed."""
     if row["backend"] != "cuda":
         return FP32
-    if split and row["kernel"] == "matmul" and _runs_the_split(row):
-        return FP16 if row["precision"] == "tf32" else THREE_FP16
+    if row["kernel"] == "matmul" and row.get("M") is not None:
+        hopper = bool(_HOPPER.search(row.get("device") or ""))
+        m, n, k = (int(row[d]) for d in "MNK")
+        p = plan((m, k), (k, n))
+        if hopper and kernel_choice.half_split_serves(row["precision"], p):
+            if split:
+                return FP16 if row["precision"] == "tf32" else THREE_FP16
+        elif kernel_choice.runs_on_fma(kernel_choice.choose("cuda", row["precision"], p, hopper)):
+            return FP32
     if row["precision"] == "tf32":
         return TF32
     return _CUDA_FLOAT32_UNITS.get(row["kernel"], FP32)
 
 
-def _runs_the_split(row: dict) -> bool:
-    if row.get("M") is None or not _HOPPER.search(row.get("device") or ""):
-        return False
-    m, n, k = (int(row[d]) for d in "MNK")
-    return kernel_choice.half_split_serves(row["precision"], plan((m, k), (k, n)))
+def row_units(row: dict) -> str:
+    """The units a row ran on: its recorded ``peak_kind``, else :func:`units`."""
+    return row.get("peak_kind") or units(row)
 
 
 def units_peak(row: dict, peak: DevicePeak) -> float | None:
     """The peak GFLOP/s of the units the row's kernel runs on (its recorded
     ``peak_kind`` where it has one, else :func:`units`), if known."""
-    kind = row.get("peak_kind") or units(row)
+    kind = row_units(row)
     if kind == FP32:
         return peak.fp32_gflops
     rate = peak.fp16_gflops if kind in (FP16, THREE_FP16) else peak.tf32_gflops

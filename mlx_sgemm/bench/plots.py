@@ -2,12 +2,17 @@
 
 * ``gflops_vs_size.png``: GFLOP/s against square problem size, a line per
   kernel, with ``mx.matmul`` dashed;
-* ``pct_peak.png``: % of the peak of each kernel's units (FP32, TF32, or a
-  third of TF32 for 3xTF32: :mod:`mlx_sgemm.bench.peaks`) at the largest size;
+* ``pct_peak.png``: each kernel's TFLOP/s at the largest size as a bar (the
+  tallest is the fastest, and says so), a cap at the peak of its units (FP32,
+  TF32, a third of TF32 for 3xTF32, dense FP16, a third of it for the float16
+  split's three products: :mod:`mlx_sgemm.bench.peaks`) and the % of it;
 * ``roofline.png``: GFLOP/s against arithmetic intensity (FLOP per byte of the
   minimum traffic: A and B read once, C written once) under the device's
-  bandwidth and one compute ceiling per kind of unit; the legend sits beside
-  the axes, where it covers no point.
+  bandwidth and the compute ceiling of each kind of unit the rows ran on
+  (:func:`ceilings`), each kernel drawn in its units' colour; the legend sits
+  beside the axes, where it covers no point.
+
+Every plot's title names what it shows, the device, MLX and the run's date.
 
 The notebook draws three more: :func:`chapter` (one stage of the journey next
 to ``mx.matmul`` under its ceilings), :func:`emulation` (the INT8 emulation's
@@ -70,8 +75,13 @@ def gflops_vs_size(rows, path: Path, recorded: bool):
     # lines zig-zag (they are in the tables and the roofline).
     square = _square(rows)
     fig, ax = plt.subplots(figsize=(8, 5))
+    ours = 0
     for name, series in _series(square).items():
-        ax.plot([size(r) for r in series], [r["gflops"] for r in series], label=name, **_style(name))
+        style = _style(name)
+        if not name.startswith("mx."):  # not the baselines' black and grey
+            style["color"] = _COLORS[ours % len(_COLORS)]
+            ours += 1
+        ax.plot([size(r) for r in series], [r["gflops"] for r in series], label=name, **style)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("problem size M = N = K")
@@ -84,26 +94,61 @@ def gflops_vs_size(rows, path: Path, recorded: bool):
     plt.close(fig)
 
 
+def ceilings(rows, peak_gflops: float | None = None) -> dict[str, float]:
+    """{kind of units: its peak GFLOP/s} for every kind the rows ran on whose
+    peak is known (``peak_gflops`` overrides the FP32 rate), lowest first."""
+    found = peaks.lookup(rows[0]["device"])
+    if peak_gflops:
+        found = peaks.DevicePeak(peak_gflops, found.bandwidth_gbs, found.source, found.tf32_gflops,
+                                 found.int8_gops, found.fp16_gflops)
+    rates = {}
+    for row in rows:
+        rate = peaks.units_peak(row, found)
+        if rate:
+            rates[peaks.row_units(row)] = rate
+    return dict(sorted(rates.items(), key=lambda kv: kv[1]))
+
+
+# A colour per kind of units, shared by its ceiling and the points that ran on it.
+_UNIT_COLORS = {peaks.FP32: "tab:red", peaks.THREE_TF32: "tab:purple", peaks.TF32: "tab:brown",
+                peaks.THREE_FP16: "tab:green", peaks.FP16: "tab:olive"}
+
+
+def _unit_color(kind: str) -> str:
+    return _UNIT_COLORS.get(kind, "tab:gray")
+
+
+def fastest(rows) -> dict:
+    """The fastest row (by GFLOP/s) of ``rows``."""
+    return max(rows, key=lambda r: r["gflops"])
+
+
 def pct_peak(rows, path: Path, recorded: bool, peak_gflops: float | None):
     square = _square(rows)
     largest = max(size(r) for r in square)
     at_largest = [r for r in square if size(r) == largest]
-    fig, ax = plt.subplots(figsize=(8, 5))
+    caps = ceilings(at_largest, peak_gflops)
+    fig, ax = plt.subplots(figsize=(9, 5))
     names = [label(r) for r in at_largest]
-    if all(r["pct_peak"] is not None for r in at_largest):
-        values = [r["pct_peak"] for r in at_largest]
-        ax.set_ylabel("% of its units' peak (FP32, TF32, or TF32 / 3 for 3xTF32)")
-        ax.axhline(100, color="red", linewidth=1, linestyle=":", label="the units' peak")
-        ax.legend(fontsize=8)
-    else:
-        values = [r["gflops"] for r in at_largest]
-        ax.set_ylabel("GFLOP/s (peak unknown for this device)")
-    bars = ax.bar(names, values, color=["gray" if n.startswith("mx.") else "tab:blue" for n in names])
-    ax.bar_label(bars, labels=[f"{v:.0f}" + (f"\n{r['peak_kind']}" if r.get("peak_kind") else "")
-                               for v, r in zip(values, at_largest)], fontsize=7)
+    top = fastest(at_largest)
+    colors = ["gray" if n.startswith("mx.") else _unit_color(peaks.row_units(r)) for n, r in zip(names, at_largest)]
+    bars = ax.bar(names, [r["gflops"] / 1000 for r in at_largest], color=colors,
+                  edgecolor=["black" if r is top else "none" for r in at_largest], linewidth=2)
+    for x, row in enumerate(at_largest):
+        cap = caps.get(peaks.row_units(row))
+        if cap:
+            ax.plot([x - 0.4, x + 0.4], [cap / 1000] * 2, color=_unit_color(peaks.row_units(row)), linestyle=":",
+                    linewidth=1.5)
+    ax.bar_label(bars, fontsize=7, labels=[
+        f"{r['gflops'] / 1000:.1f}" + (f"\n{r['pct_peak']:.0f}% of {peaks.row_units(r)}" if r["pct_peak"] is not None
+                                       else "\npeak unknown") + ("\nfastest" if r is top else "")
+        for r in at_largest])
+    ax.set_ylabel("TFLOP/s; dotted: the peak of its units (FP32, TF32, TF32 / 3 for 3xTF32,\n"
+                  "FP16, FP16 / 3 for the float16 split's 3xFP16)", fontsize=8)
+    ax.set_yscale("log")
     ax.tick_params(axis="x", rotation=30, labelsize=8)
     ax.set_xlabel(f"kernel, at {int(round(largest))}^3")
-    _title(ax, rows, "Share of peak at the largest size", recorded)
+    _title(ax, rows, "Speed at the largest size, against each kernel's units' peak", recorded)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -113,31 +158,31 @@ def roofline(rows, path: Path, recorded: bool, peak_gflops: float | None, bandwi
     fig, ax = plt.subplots(figsize=(10, 5))
     xs = [intensity(r) for r in rows]
     lo, hi = min(xs) / 2, max(xs) * 2
-    tf32 = peaks.lookup(rows[0]["device"]).tf32_gflops if rows[0]["backend"] == "cuda" else None
-    ceilings = [(name, rate) for name, rate in
-                ((peaks.FP32, peak_gflops), (peaks.THREE_TF32, tf32 and tf32 / 3), (peaks.TF32, tf32)) if rate]
+    caps = ceilings(rows, peak_gflops)
     if bandwidth_gbs:
-        top = max((rate for _, rate in ceilings), default=bandwidth_gbs * hi)
+        top = max(caps.values(), default=bandwidth_gbs * hi)
         lo = min(lo, top / bandwidth_gbs / 8)
         ax.plot([lo, top / bandwidth_gbs], [bandwidth_gbs * lo, top], color="orange",
                 label=f"memory ceiling ({bandwidth_gbs / 1000:.1f} TB/s)")
-    for (name, rate), color in zip(ceilings, ("red", "purple", "brown")):
+    for name, rate in caps.items():
         start = rate / bandwidth_gbs if bandwidth_gbs else lo
-        ax.plot([start, hi], [rate, rate], color=color, linewidth=1)
-        ax.text(hi, rate, f" {name} {rate / 1000:.0f} TFLOP/s", color=color, fontsize=7, va="center")
+        ax.plot([start, hi], [rate, rate], color=_unit_color(name), linewidth=1)
+        ax.text(hi, rate, f" {name} {rate / 1000:.0f} TFLOP/s", color=_unit_color(name), fontsize=7, va="center")
     for name, series in _series(rows).items():
-        style = _style(name)
-        style.pop("linestyle", None)
-        style.pop("linewidth", None)
-        ax.plot([intensity(r) for r in series], [r["gflops"] for r in series], linestyle="",
-                **({"marker": "s", "color": style["color"]} if "color" in style else style), label=name)
+        for kind in dict.fromkeys(peaks.row_units(r) for r in series):
+            mine = [r for r in series if peaks.row_units(r) == kind]
+            baseline = name.startswith("mx.")
+            ax.plot([intensity(r) for r in mine], [r["gflops"] for r in mine], linestyle="",
+                    marker="s" if baseline else _MARKERS[list(_series(rows)).index(name) % len(_MARKERS)],
+                    markersize=5, color=_style(name)["color"] if baseline else _unit_color(kind),
+                    markerfacecolor="none" if baseline else _unit_color(kind), label=f"{name} ({kind})")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP / byte, A and B read once, C written once)")
-    ax.set_ylabel("GFLOP/s")
+    ax.set_ylabel("GFLOP/s (a point's colour: the units it ran on, as its ceiling's)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.18, 1.0), borderaxespad=0)
-    _title(ax, rows, "Roofline", recorded)
+    _title(ax, rows, "Roofline: each kernel under the ceiling of its units", recorded)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 

@@ -82,6 +82,41 @@ def _with_units_peak(row: dict) -> None:
         row["pct_peak"] = pct
 
 
+def shape_suite_rows(path: Path) -> list[dict]:
+    """A recorded shape suite (``benchmarks/shape_suite.py``: ``matmul`` against
+    ``mx.matmul`` on model shapes) as the benchmark's rows: two per shape, one
+    product each (no batch, B row-major), with GFLOP/s and % of the units'
+    peak worked out from the times, no spread (the suite records none)."""
+    rows = []
+    with open(path, newline="") as f:
+        for found in csv.DictReader(f):
+            if found["batch"] or found["b_transposed_view"] != "False":
+                continue
+            m, n, k = (int(found[d]) for d in "MNK")
+            for kernel, seconds, ratio, error in (
+                ("mx.matmul", found["mx_matmul_s"], 1.0, found["mx_matmul_error"]),
+                ("matmul", found["matmul_s"], float(found["ratio"]), found["error"]),
+            ):
+                row = {**dict.fromkeys(Measurement.columns()), "device": found["device"],
+                       "mlx_version": found["mlx_version"], "date": found["date"], "backend": "cuda",
+                       "kernel": kernel, "precision": found["precision"], "M": m, "N": n, "K": k,
+                       "seconds": float(seconds), "x_matmul": ratio, "error": float(error) if error else None}
+                row["gflops"] = 2 * m * n * k / row["seconds"] / 1e9
+                row["peak_kind"] = peaks.units(row)
+                row["pct_peak"] = peaks.pct_of_units_peak(row, row["gflops"], peaks.lookup(row["device"]))
+                rows.append(row)
+    return rows
+
+
+def recorded_runs(pattern: str) -> list[Path]:
+    """The recorded runs whose names match ``pattern``, newest first."""
+    for directory in recorded_directories():
+        runs = sorted(Path(directory).glob(pattern), key=oldest_first, reverse=True)
+        if runs:
+            return runs
+    return []
+
+
 def recorded_directories() -> list[Path]:
     """Where the recorded runs are (the wheel's copy, else the checkout's)."""
     return [d for d in _RECORDED_CANDIDATES if d.is_dir()]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_SIZES = (256, 512, 1024, 2048, 4096, 8192)
+REPEATS = 20  # timed runs per measurement, the median kept (the recorded runs' too)
 
 
 @dataclass
@@ -20,7 +21,8 @@ class Run:
     note: str  # what the rows are, for a person
     peak_gflops: float | None
     bandwidth_gbs: float | None
-    csv: Path | None = None
+    csv: Path | None = None  # where the rows shown were written (None: not written)
+    source: Path | None = None  # the recorded run they come from (None: measured now)
 
 
 class NoRecordedRows(LookupError):
@@ -62,15 +64,39 @@ def recorded_subset(rows: list[dict], name: str, shapes=None, kernels=None, prec
     return chosen, (f"It has no rows for {'; '.join(lacking)}." if lacking else "")
 
 
+def _from_shape_suites(rows: list[dict], device_name: str, shapes) -> tuple[list[dict], str]:
+    """``rows`` with the rows of ``shapes`` (M, N, K) they lack added from the
+    newest recorded shape suite of ``device_name`` that has them (``matmul``
+    and ``mx.matmul`` only), and a sentence naming the file ("" if none)."""
+    from . import results
+
+    have = {(r["M"], r["N"], r["K"]) for r in rows}
+    missing = {tuple(s) for s in shapes} - have
+    if not missing:
+        return rows, ""
+    for path in results.recorded_runs("shapes-*.csv"):
+        suite = [r for r in results.shape_suite_rows(path)
+                 if r["device"] == device_name and (r["M"], r["N"], r["K"]) in missing]
+        if suite:
+            found = {(r["M"], r["N"], r["K"]) for r in suite}
+            return rows + suite, (f"Rows of {_listed('shapes', found)} from the shape suite {path.name} "
+                                  "(matmul and mx.matmul only).")
+    return rows, ""
+
+
 def collect(
-    sizes=None, shapes=(), kernels=None, precisions=None, repeats: int = 20,
+    sizes=None, shapes=(), kernels=None, precisions=None, repeats: int | None = None,
     peak_gflops=None, bandwidth=None, out: Path = Path("outputs"),
     force_recorded: bool = False, progress: bool = True,
 ) -> Run:
     """Measure ``sizes`` (square; None: DEFAULT_SIZES) and ``shapes`` (M, N, K)
-    with ``kernels`` and ``precisions`` (None: all), or, without a GPU or with
-    ``force_recorded``, show the newest recorded run's rows for them (all its
-    shapes when neither ``sizes`` nor ``shapes`` is given)."""
+    with ``kernels`` and ``precisions`` (None: all), ``repeats`` timed runs
+    each (None: REPEATS), or, without a GPU or with ``force_recorded``, show
+    the newest recorded run's rows for them (all its shapes when neither
+    ``sizes`` nor ``shapes`` is given; shapes it lacks from the newest shape
+    suite recorded on the same GPU). Either way the rows shown are written as
+    a CSV under ``out`` (None: not written), a recorded run's named
+    ``recorded-<its name>``."""
     # cuBLAS's float32 baseline (mx.matmul in this process) needs TF32 off, and
     # MLX reads the switch once, at its first product: set it before that.
     os.environ.setdefault("MLX_ENABLE_TF32", "0")
@@ -85,19 +111,24 @@ def collect(
         if path is None:
             raise FileNotFoundError(f"{why}, and no recorded results were found (benchmarks/results/bench-*.csv)")
         squares = [(s, s, s) for s in sizes or ()]
-        rows, lacking = recorded_subset(results.read_csv(path), path.name,
-                                        [*squares, *shapes] or None, kernels, precisions)
+        recorded = results.read_csv(path)
+        recorded, suite_note = _from_shape_suites(recorded, recorded[0]["device"], shapes)
+        rows, lacking = recorded_subset(recorded, path.name, [*squares, *shapes] or None, kernels, precisions)
         found = peaks.lookup(rows[0]["device"])
-        note = (f"{why}. Showing the newest run recorded on a real GPU: {path.name} "
-                f"({rows[0]['device']}, MLX {rows[0]['mlx_version']}, {rows[0]['date']}).")
-        note += f" {lacking}" if lacking else ""
+        note = " ".join(filter(None, (
+            f"{why}. Showing the newest run recorded on a real GPU: {path.name} "
+            f"({rows[0]['device']}, MLX {rows[0]['mlx_version']}, {rows[0]['date']}).", suite_note, lacking)))
+        written = None
+        if out is not None:
+            written = results.write_csv(rows, Path(out) / f"recorded-{path.name}")
+            note += f" The rows shown are written to {written} (recorded, not measured here)."
         return Run(rows, True, note, peak_gflops or found.fp32_gflops,
-                   bandwidth or found.bandwidth_gbs, path)
+                   bandwidth or found.bandwidth_gbs, written, path)
     peak = measure.device_peak(peak_gflops, bandwidth)
     shapes = [(s, s, s) for s in (DEFAULT_SIZES if sizes is None else sizes)] + [tuple(s) for s in shapes]
     rows = measure.as_dicts(measure.measure(
         shapes, list(kernels or measure.KERNELS), list(precisions or measure.PRECISIONS),
-        repeats, peak, progress))
+        repeats or REPEATS, peak, progress))
     path = results.write_csv(rows, out / f"bench-{datetime.date.today().isoformat()}.csv")
     peak_text = f"{peak.fp32_gflops:,.0f} GFLOP/s" if peak.fp32_gflops else "unknown"
     note = (f"Live run on {device.name()} ({device.backend()}); FP32 peak {peak_text} "

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 
 from ..build import specs
 from ..emulation.moduli import INT32_EXACT_K
@@ -100,7 +101,18 @@ EMULATION_OPS = {EMULATED.stage: "int8_emulated", HALF_SPLIT.stage: "fp16_emulat
                  HALF_SPLIT_TF32.stage: "fp16_emulated"}
 _EMULATION_PRECISIONS = {HALF_SPLIT_TF32.stage: "tf32"}  # the ops' precision= where not float32
 HALF_SPLIT_MIN_SIDE = 2048
-HALF_TF32_MIN_HARMONIC, HALF_TF32_MIN_K, HALF_TF32_MIN_VOLUME = 3072, 2048, 4096 * 4096 * 2048
+HALF_TF32_MIN_HARMONIC, HALF_TF32_MIN_K = 3072, 2048
+HALF_TF32_MIN_SHAPE = (4096, 4096, 2048)  # M N K at least this product's
+HALF_TF32_MIN_VOLUME = math.prod(HALF_TF32_MIN_SHAPE)
+
+
+# The kernels that multiply with FP32 FMAs (by source file), the rest with tensor cores.
+FMA_SOURCES = ("naive", "tile", "tile_threads", "small_m", "small_m_wide")
+
+
+def runs_on_fma(spec: specs.KernelSpec) -> bool:
+    """Whether ``spec``'s kernel multiplies with FP32 FMAs rather than tensor cores."""
+    return spec.source_file.split(".")[0] in FMA_SOURCES
 
 
 def is_emulated(launch: Launch) -> bool:
@@ -232,7 +244,8 @@ def choose_with_rule(
             if precision == "tf32" and p is not None and half_split_serves(precision, p):
                 return HALF_SPLIT_TF32, (
                     f"Hopper, TF32, one product with K >= {HALF_TF32_MIN_K}, 2MN / (M + N) >= "
-                    f"{HALF_TF32_MIN_HARMONIC} and MNK >= {HALF_TF32_MIN_VOLUME}: the float16 split with one part "
+                    f"{HALF_TF32_MIN_HARMONIC} and M N K >= {'x'.join(map(str, HALF_TF32_MIN_SHAPE))}: the float16 split "
+                    "with one part "
                     "(chapter 7), faster there than the one-pass wgmma pipeline")
             spec = _hopper(precision, 128 if p is None else p.M)
             return spec, (

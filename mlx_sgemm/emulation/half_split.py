@@ -27,8 +27,9 @@ holding Inf or NaN.
 
 On a Hopper GPU: the kernels below (kernels/cuda/half_split.cu,
 half_products.cu, with the INT8 emulation's statistics, choice and fallback).
-On the CPU: :func:`reference`, the same steps in numpy with exact sums (the
-GPU's tensor-core sums differ in the last bits). Elsewhere: ``matmul``.
+On MLX's CPU backend: ``mx.matmul``, like every op there; :func:`reference`
+runs the same steps in numpy with exact sums (the GPU's tensor-core sums
+differ in the last bits), for the tests. Elsewhere: ``matmul``.
 """
 
 from __future__ import annotations
@@ -161,6 +162,18 @@ def _spans_fit(x: np.ndarray, axis: int) -> bool:
     return bool((scheme.exponents(x, axis)[2] <= MAX_SPAN).all())
 
 
+def reference_product(a: mx.array, b: mx.array, precision: str = "float32") -> mx.array:
+    """What the GPU path computes for one 2-D product, in numpy on the host:
+    :func:`reference` where every line fits the split, else ``mx.matmul``
+    (as the device's float32 fallback takes products with lines too wide for
+    float16's range, or holding Inf or NaN). For the tests: the op itself
+    computes with ``mx.matmul`` on the CPU."""
+    xn, yn = np.array(a.astype(mx.float32)), np.array(b.astype(mx.float32))
+    if np.isfinite(xn).all() and np.isfinite(yn).all() and _spans_fit(xn, 1) and _spans_fit(yn, 0):
+        return mx.array(reference(xn, yn, precision))
+    return mx.matmul(a, b, stream=mx.cpu)
+
+
 def fp16_emulated(a: mx.array, b: mx.array, *, precision: str = "float32", stream=None) -> mx.array:
     """``a @ b`` at float32 accuracy on float16 tensor cores (each operand split
     into two float16 parts after per-line scaling; three products), or at
@@ -178,8 +191,9 @@ def fp16_emulated(a: mx.array, b: mx.array, *, precision: str = "float32", strea
     On a Hopper GPU, the kernels of :func:`split_product`: a line whose
     exponent span passes :data:`MAX_SPAN`, and the tiles of lines holding Inf
     or NaN, are computed by the float32 fallback on the device, never waiting
-    for the host. On the CPU, :func:`reference` (``mx.matmul`` in float32 for
-    products with non-finite or too wide lines). Elsewhere, ``matmul``.
+    for the host. On MLX's CPU backend, ``mx.matmul``, like every op there
+    (:func:`reference_product` is the GPU path's arithmetic in numpy).
+    Elsewhere, ``matmul``.
     """
     from .. import ops
     from ..dispatch import kernel_choice
@@ -191,16 +205,12 @@ def fp16_emulated(a: mx.array, b: mx.array, *, precision: str = "float32", strea
     if 0 in (p.M, p.N, p.K) or not pairs:
         return mx.zeros(p.out_shape, dtype=dtype, stream=stream)
     backend = device.backend(stream)
+    if backend == device.CPU_FALLBACK:  # every op computes with mx.matmul there
+        return mx.matmul(a, b, stream=stream)
     results = []
     for x, y in pairs:
         if backend == device.CUDA and device.has_wgmma():
             results.append(split_product(x, y, precision, stream))
-        elif backend == device.CPU_FALLBACK:
-            xn, yn = np.array(x), np.array(y)
-            if np.isfinite(xn).all() and np.isfinite(yn).all() and _spans_fit(xn, 1) and _spans_fit(yn, 0):
-                results.append(mx.array(reference(xn, yn, precision)))
-            else:
-                results.append(mx.matmul(x, y, stream=stream))
         else:
             results.append(ops.matmul(x, y, precision=precision, stream=stream))
     c = results[0] if len(results) == 1 else mx.stack(results)

@@ -44,10 +44,14 @@ def _path(stream) -> str:
 _NO_LINES = (np.zeros(0, np.int64),) * 3  # line_exponents of no lines
 
 
+def _check_moduli(moduli: int | None) -> None:
+    if moduli is not None and not 1 <= moduli <= len(_moduli.MODULI):
+        raise ValueError(f"moduli must be 1..{len(_moduli.MODULI)}, got {moduli}")
+
+
 def _fixed(k: int, moduli: int) -> scheme.Assessment:
     """The choice when the caller names the moduli: the bits they carry at K."""
-    if not 1 <= moduli <= len(_moduli.MODULI):
-        raise ValueError(f"moduli must be 1..{len(_moduli.MODULI)}, got {moduli}")
+    _check_moduli(moduli)
     if k > _moduli.INT32_EXACT_K:
         return scheme.decide(k, _NO_LINES, _NO_LINES)
     bits = _moduli.bits_for(max(k, 1), moduli)
@@ -128,9 +132,17 @@ def fallback(verdict: scheme.Assessment):
     return ops.tile_threads if needs_more_bits else ops.matmul
 
 
-def _numpy_product(a: mx.array, b: mx.array, verdict: scheme.Assessment) -> mx.array:
-    """The CPU path: the numpy reference, with non-finite lines' outputs in float32."""
-    an, bn = np.array(a), np.array(b)
+def reference(a: mx.array, b: mx.array, moduli: int | None = None) -> mx.array:
+    """The op's arithmetic in numpy for one 2-D product (the tests' reference;
+    the GPU kernels give the same result, bit for bit): the moduli chosen as
+    the device chooses them (or ``moduli``), the emulated product, and the
+    outputs of non-finite lines in float32. A product the emulation does not
+    take is computed by :func:`fallback`'s op. Slow (seconds at 1024^3): the
+    op itself computes with ``mx.matmul`` on the CPU."""
+    verdict = _host_verdict(a, b, moduli, "numpy")
+    if verdict.reason is not None:
+        return fallback(verdict)(a, b)
+    an, bn = np.array(a.astype(mx.float32)), np.array(b.astype(mx.float32))
     bad_rows, bad_cols = ~np.isfinite(an).all(axis=1), ~np.isfinite(bn).all(axis=0)
     clean_a, clean_b = np.where(bad_rows[:, None], 0, an), np.where(bad_cols[None, :], 0, bn)
     c, _ = scheme.emulate(clean_a, clean_b, moduli=verdict.moduli, bits=verdict.bits)
@@ -154,8 +166,9 @@ def int8_emulated(a: mx.array, b: mx.array, moduli: int | None = None, *, stream
 
     On a Hopper GPU: the kernels of :mod:`mlx_sgemm.emulation.gpu` (the
     pre-pass and choice, residues, INT8 wgmma products reduced modulo each
-    p_i, the float32 fallback's tiles, the CRT). On the CPU: the numpy reference of the same
-    steps (the same result, bit for bit). Elsewhere, and where
+    p_i, the float32 fallback's tiles, the CRT). On MLX's CPU backend:
+    ``mx.matmul``, like every op there (:func:`reference` runs the same
+    steps in numpy, for the tests). Elsewhere, and where
     :func:`assess` gives a reason, the kernel :func:`fallback` names. Not
     differentiable yet. On the GPU it never waits for the GPU: the choice of
     moduli is made and read on the device.
@@ -165,7 +178,10 @@ def int8_emulated(a: mx.array, b: mx.array, moduli: int | None = None, *, stream
     p, pairs = as_2d_products(a, b, stream)
     if 0 in (p.M, p.N, p.K) or not pairs:  # mx.matmul's empty product: zeros, nothing to choose
         return mx.zeros(p.out_shape, dtype=dtype, stream=stream)
+    _check_moduli(moduli)
     path = _path(stream)
+    if path == "numpy":  # MLX's CPU backend: every op computes with mx.matmul there
+        return mx.matmul(a, b, stream=stream)
     results = []
     for x, y in pairs:
         verdict = _host_verdict(x, y, moduli, path)
@@ -173,8 +189,6 @@ def int8_emulated(a: mx.array, b: mx.array, moduli: int | None = None, *, stream
             results.append(gpu.emulated(x, y, stream=stream))
         elif verdict.reason is not None:
             results.append(fallback(verdict)(x, y, stream=stream))
-        elif path == "numpy":
-            results.append(_numpy_product(x, y, verdict))
         else:
             results.append(gpu.emulated(x, y, verdict.moduli, stream))
     c = results[0] if len(results) == 1 else mx.stack(results)  # no batch: no copy into a stack

@@ -38,7 +38,7 @@ def test_live_sizes_from_the_environment(monkeypatch):
 def test_the_recorded_mode_says_so_and_names_its_file(run):
     assert run.recorded
     text = notebook.mode_text(run)
-    assert text.startswith("**Mode: recorded**") and f"`{run.csv.name}`" in text
+    assert text.startswith("**Mode: recorded**") and f"`{run.source.name}`" in text
     assert run.rows[0]["device"] in text
 
 

@@ -1,7 +1,7 @@
 """The float16 split (fp16_emulated) on the CPU (stream=mx.cpu, so on a GPU
-machine too), where it runs its numpy reference: the split's arithmetic, its accuracy against float64
-next to float32's, mx.matmul's shapes and dtypes, and the lines it leaves to
-float32. tests/gpu/test_gpu_fp16_emulation.py holds the GPU kernels to it."""
+machine too), where the op computes with mx.matmul like every op, and its numpy
+reference: the split's arithmetic, its accuracy against float64 next to
+float32's, mx.matmul's shapes and dtypes, and the lines it leaves to float32. tests/gpu/test_gpu_fp16_emulation.py holds the GPU kernels to it."""
 
 import mlx.core as mx
 import numpy as np
@@ -35,9 +35,16 @@ def test_the_reference_is_more_accurate_than_float32_from_k_32(k):
     assert ours <= float32, (ours, float32)
 
 
-def test_the_cpu_result_is_the_reference():
+def test_on_the_cpu_the_op_is_mx_matmul():
+    a, b = mx.array(draw((37, 300), 1)), mx.array(draw((300, 45), 2))
+    for precision in ("float32", "tf32"):
+        c = mlx_sgemm.fp16_emulated(a, b, precision=precision, stream=mx.cpu)
+        assert np.array_equal(np.array(c), np.array(mx.matmul(a, b, stream=mx.cpu)))
+
+
+def test_the_reference_product_is_the_reference():
     a, b = draw((37, 300), 1), draw((300, 45), 2)
-    c = mlx_sgemm.fp16_emulated(mx.array(a), mx.array(b), stream=mx.cpu)
+    c = half_split.reference_product(mx.array(a), mx.array(b))
     assert np.array_equal(np.array(c), half_split.reference(a, b))
 
 
@@ -66,7 +73,7 @@ def test_lines_too_wide_and_non_finite_ones_are_mx_matmuls():
     wide[3, 1::2] *= np.float32(1e-30)
     assert not half_split._spans_fit(wide, 1) and half_split._spans_fit(a, 1)
     for x in (wide, np.where(np.arange(40) == 5, np.inf, a).astype(np.float32)):
-        c = np.array(mlx_sgemm.fp16_emulated(mx.array(x), mx.array(b), stream=mx.cpu))
+        c = np.array(half_split.reference_product(mx.array(x), mx.array(b)))
         ref = np.array(mx.matmul(mx.array(x), mx.array(b), stream=mx.cpu))
         assert np.array_equal(c, ref, equal_nan=True)
 
@@ -78,13 +85,13 @@ def test_bad_operands_are_named():
 
 def test_tf32_keeps_the_big_part_alone():
     """precision="tf32": each entry rounded to float16 after its line's scaling
-    (11 significant bits, TF32's), one product; on the CPU its reference."""
+    (11 significant bits, TF32's), one product."""
     a, b = draw((37, 300), 11), draw((300, 45), 12)
     big_a, _, e = half_split.split_lines(a, 1)
     big_b, _, f = half_split.split_lines(b, 0)
     want = np.ldexp(big_a.astype(np.float64) @ big_b.astype(np.float64), -(e + f)).astype(np.float32)
     assert np.array_equal(half_split.reference(a, b, "tf32"), want)
-    c = np.array(mlx_sgemm.fp16_emulated(mx.array(a), mx.array(b), precision="tf32", stream=mx.cpu))
+    c = np.array(half_split.reference_product(mx.array(a), mx.array(b), "tf32"))
     assert np.array_equal(c, want)
 
 

@@ -1,6 +1,7 @@
-"""int8_emulated and assess on the CPU (MLX's CPU backend runs the numpy
-reference of the same steps): mx.matmul's shapes, dtypes and errors, the
-choice of moduli and its reasons, the fallback, Inf and NaN positions.
+"""int8_emulated and assess on the CPU: the op computes with mx.matmul there,
+like every op; op.reference, the numpy steps the GPU kernels match, gives
+mx.matmul's shapes, dtypes and errors, the choice of moduli and its reasons,
+the fallback, Inf and NaN positions.
 tests/gpu/test_gpu_int8_emulation.py holds the GPU kernels to the reference."""
 
 import mlx.core as mx
@@ -15,9 +16,15 @@ def draw(shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def test_the_cpu_result_is_the_reference():
+def test_on_the_cpu_the_op_is_mx_matmul():
+    a, b = mx.array(draw((37, 300), 1)), mx.array(draw((300, 45), 2))
+    c = mlx_sgemm.int8_emulated(a, b, stream=mx.cpu)
+    assert np.array_equal(np.array(c), np.array(mx.matmul(a, b, stream=mx.cpu)))
+
+
+def test_the_reference_is_the_scheme():
     a, b = draw((37, 300), 1), draw((300, 45), 2)
-    c = mlx_sgemm.int8_emulated(mx.array(a), mx.array(b))
+    c = op.reference(mx.array(a), mx.array(b))
     verdict = op.assess(mx.array(a), mx.array(b))[0]
     assert verdict.reason is None and verdict.moduli == 7
     want, _ = scheme.emulate(a, b, moduli=verdict.moduli, bits=verdict.bits)
@@ -66,7 +73,7 @@ def test_bad_arguments_are_named():
 def test_inf_and_nan_land_where_mx_matmul_puts_them():
     a, b = draw((20, 30), 7), draw((30, 10), 8)
     a[3, 7], a[9, 1], b[4, 6] = np.inf, np.nan, -np.inf
-    c = np.array(mlx_sgemm.int8_emulated(mx.array(a), mx.array(b)))
+    c = np.array(op.reference(mx.array(a), mx.array(b)))
     ref = np.array(mx.matmul(mx.array(a), mx.array(b)))
     assert np.array_equal(np.isnan(c), np.isnan(ref)) and np.array_equal(np.isinf(c), np.isinf(ref))
 
@@ -79,7 +86,7 @@ def test_wide_lines_go_to_tile_threads_and_say_why():
     verdict = op.assess(mx.array(a), mx.array(b))[0]
     assert verdict.reason is not None and "row 5 of a" in verdict.reason
     assert op.fallback(verdict) is mlx_sgemm.tile_threads
-    c = mlx_sgemm.int8_emulated(mx.array(a), mx.array(b))
+    c = op.reference(mx.array(a), mx.array(b))
     assert np.array_equal(np.array(c), np.array(mlx_sgemm.tile_threads(mx.array(a), mx.array(b))))
 
 
@@ -97,6 +104,6 @@ def test_fixed_moduli_carry_their_bits():
 
 def test_more_moduli_more_accuracy():
     a, b = draw((32, 512), 11), draw((512, 32), 12)
-    errs = [scheme.errors(np.array(mlx_sgemm.int8_emulated(mx.array(a), mx.array(b), moduli=s)), a, b)[0]
+    errs = [scheme.errors(np.array(op.reference(mx.array(a), mx.array(b), moduli=s)), a, b)[0]
             for s in (5, 6, 7, 8)]
     assert errs[0] > errs[1] > errs[2] > errs[3]

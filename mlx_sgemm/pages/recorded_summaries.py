@@ -1,0 +1,67 @@
+"""Summaries of the recorded runs other than the sweep, for
+docs/current-figures.md: the newest shape suite and crossover run of each GPU."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from pathlib import Path
+
+from ..bench import results
+from .sweep_figures import ratio, shape_text
+
+GOOD_ENOUGH = 0.8  # the shape suite's line: a product at this ratio or above is counted
+
+
+def _read(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def newest_by_device(pattern: str, key=lambda row: row["device"]) -> dict:
+    """{key of its rows: the newest run matching ``pattern``} (``key`` is the device by default)."""
+    found = {}
+    for path in results.recorded_runs(pattern):  # newest first
+        for k in dict.fromkeys(key(r) for r in _read(path)):
+            found.setdefault(k, path)
+    return found
+
+
+def shape_suites() -> str:
+    """Per GPU and way of calling, the newest shape suite: how many shapes at or
+    above 0.8x mx.matmul, the median ratio and the lowest, per precision."""
+    lines = ["| GPU | calls | precision | shapes >= 0.8x | median | lowest | run |", "|---|---|---|---:|---:|---|---|"]
+    runs = newest_by_device("shapes-*.csv", key=lambda r: (r["device"], r["calls"]))
+    for (device, calls), path in sorted(runs.items()):
+        rows = [r for r in _read(path) if r["device"] == device and r["calls"] == calls]
+        for precision in dict.fromkeys(r["precision"] for r in rows):
+            mine = [r for r in rows if r["precision"] == precision]
+            ratios = [float(r["ratio"]) for r in mine]
+            low = min(mine, key=lambda r: float(r["ratio"]))
+            where = shape_text(*(int(low[d]) for d in "MNK")) + (
+                " `x @ W.T`" if low["b_transposed_view"] == "True" else "") + (
+                f", batch {low['batch']}" if low["batch"] else "")
+            lines.append(f"| {device} | {calls} | {precision} | {sum(x >= GOOD_ENOUGH for x in ratios)}/{len(ratios)} "
+                         f"| {ratio(statistics.median(ratios))} | {ratio(float(low['ratio']))} at {where} | "
+                         f"`{path.name}` |")
+    return "\n".join(lines)
+
+
+def crossovers(pattern: str, ratio_column: str) -> str:
+    """Per GPU, the newest crossover run: each kernel's ratio to cuBLAS, a row per shape."""
+    out = []
+    for device, path in sorted(newest_by_device(pattern).items()):
+        rows = [r for r in _read(path) if r["device"] == device]
+        kernels = [k for k in dict.fromkeys(r["kernel"] for r in rows) if k != "mx.matmul"]
+        shapes = list(dict.fromkeys((int(r["M"]), int(r["N"]), int(r["K"])) for r in rows))
+        out.append(f"{device} (`benchmarks/results/{path.name}`), x cuBLAS:\n")
+        out.append("| M x N x K | " + " | ".join(f"`{k}`" for k in kernels) + " |")
+        out.append("|---|" + "---:|" * len(kernels))
+        for shape in shapes:
+            cells = []
+            for kernel in kernels:
+                found = [r for r in rows if r["kernel"] == kernel and (int(r["M"]), int(r["N"]), int(r["K"])) == shape]
+                cells.append(ratio(float(found[0][ratio_column])) if found else "-")
+            out.append(f"| {shape_text(*shape)} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
