@@ -40,6 +40,11 @@ def _seconds(text: str) -> str:
     return f"{s * 1000:.1f} ms" if s < 1 else f"{s:.2f} s"
 
 
+def _latency(row: dict | None) -> str:
+    """Ours, and the unmodified model's in brackets: MLX has first-call costs of its own."""
+    return "-" if row is None else f"{_seconds(row['ours_s'])} ({_seconds(row['mlx_s'])})"
+
+
 def block(directories=None) -> str:
     """The models table of the newest run, or a one-line note where there is none."""
     path = newest(directories)
@@ -56,11 +61,12 @@ def block(directories=None) -> str:
         cells = [f"`{model}`", dtype, precision]
         cells += [f"{float(phases[p]['ratio']):.2f}x" if p in phases else "-" for p in RATIO_PHASES]
         for _, new, cached in LATENCY_PHASES:
-            cells.append(" / ".join(_seconds(phases[p]["ours_s"]) if p in phases else "-" for p in (new, cached)))
+            cells.append(" / ".join(_latency(phases.get(p)) for p in (new, cached)))
         lines.append("| " + " | ".join(cells) + " |")
     first = rows[0]
     commit = f", commit `{first['commit']}`" if first["commit"] else ""
     lines.append(f"\n{first['device']}, MLX {first['mlx']}, {first['date']}{commit} "
                  f"(`benchmarks/results/{path.name}`). x MLX: MLX's time over ours (above 1, ours is faster); "
-                 "precision float32 is against MLX with `MLX_ENABLE_TF32=0`, tf32 against MLX's default.")
+                 "precision float32 is against MLX with `MLX_ENABLE_TF32=0`, tf32 against MLX's default. "
+                 "First calls: ours (the unmodified model's in brackets), each model alone in its process.")
     return "\n".join(lines)

@@ -38,7 +38,7 @@ def test_the_newest_run_is_a_row_per_model_dtype_and_precision(tmp_path):
     lines = text.splitlines()
     assert "old" not in text and "models-2026-11-28-h100.csv" in text and "commit `abc1234`" in text
     (f32,) = [line for line in lines if "| float32 | float32 |" in line]
-    assert "| 2.10x | 1.25x | 3.50 s / 400.0 ms | 1.25 s / 50.0 ms |" in f32
+    assert "| 2.10x | 1.25x | 3.50 s (500.0 ms) / 400.0 ms (300.0 ms) | 1.25 s (200.0 ms) / 50.0 ms (40.0 ms) |" in f32
     (tf32,) = [line for line in lines if "| tf32 |" in line]
     assert "| 1.20x | - | - / - | - / - |" in tf32
     assert "MLX_ENABLE_TF32=0" in text
