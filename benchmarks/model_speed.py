@@ -9,7 +9,7 @@ process of its own (MLX reads MLX_ENABLE_TF32 once, at import):
 * ``prefill``: one forward pass over a prompt of ``--prompt`` tokens into a
   fresh KV cache; ``decode``: ``--steps`` greedy steps through the cache after
   such a prompt, each evaluated before the next (the time per step). Both
-  timed for the swapped model and the unmodified one sharing its weights, in
+  timed for the swapped model and the unmodified one (the same weights), in
   alternating rounds, the median round reported; ratio = MLX's time / ours.
   float32 runs compare at equal precision: ``precision="float32"`` layers
   against MLX with ``MLX_ENABLE_TF32=0`` (cuBLAS SGEMM), ``precision="tf32"``
@@ -49,7 +49,7 @@ def _model_pair(args, dtype_name: str, precision: str):
     from mlx_sgemm.bench import models
 
     dtype = getattr(mx, dtype_name)
-    theirs, ours = (models.build(args.architecture, dtype, size="7b", layers=args.layers) for _ in range(2))
+    theirs, ours = (models.build(args.architecture, dtype, size=args.size, layers=args.layers) for _ in range(2))
     mlx_sgemm.nn.replace_linear(ours, precision=precision)
     return theirs, ours
 
@@ -65,42 +65,37 @@ def _speed(args) -> list[dict]:
     tokens = models.prompt(theirs, batch=1, length=args.prompt)
 
     def prefill(model):
-        return lambda: model(tokens, cache=models.new_cache(model))
+        def seconds():
+            start = time.perf_counter()
+            mx.eval(model(tokens, cache=models.new_cache(model)))
+            return time.perf_counter() - start
+
+        return seconds
 
     def decode(model):
         step = models.decode_step(model, tokens)
 
-        def steps():
+        def seconds():  # a step's, in a run of --steps
             start = time.perf_counter()
             for _ in range(args.steps):
                 mx.eval(step())
             return (time.perf_counter() - start) / args.steps
 
-        return steps
+        return seconds
 
     for phase, make, count in (("prefill", prefill, args.prompt), ("decode", decode, 1)):
         times = {"ours": [], "mlx": []}
         fns = {"ours": make(ours), "mlx": make(theirs)}
-        for side, fn in fns.items():  # warm-up: compiles, allocates
-            _run_once(phase, fn)
+        for fn in fns.values():  # warm-up: compiles, allocates
+            fn()
         for _ in range(args.rounds):
             for side, fn in fns.items():
-                times[side].append(statistics.median(_run_once(phase, fn) for _ in range(args.repeats)))
+                times[side].append(statistics.median(fn() for _ in range(args.repeats)))
         ours_s, mlx_s = statistics.median(times["ours"]), statistics.median(times["mlx"])
         rows.append(dict(phase=phase, tokens=count, ours_s=ours_s, mlx_s=mlx_s))
         print(f"{args.dtype} {args.precision} {phase}: ours {ours_s * 1e3:.2f} ms, MLX {mlx_s * 1e3:.2f} ms, "
               f"{mlx_s / ours_s:.2f}x", flush=True)
     return rows
-
-
-def _run_once(phase: str, fn) -> float:
-    import mlx.core as mx
-
-    if phase == "decode":
-        return fn()
-    start = time.perf_counter()
-    mx.eval(fn())
-    return time.perf_counter() - start
 
 
 def _first_call(args) -> list[dict]:
@@ -111,7 +106,7 @@ def _first_call(args) -> list[dict]:
     from mlx_sgemm.bench import models
     from mlx_sgemm.build import registry
 
-    model = models.build(args.architecture, getattr(mx, args.dtype), size="7b", layers=args.layers)
+    model = models.build(args.architecture, getattr(mx, args.dtype), size=args.size, layers=args.layers)
     if args.side == "ours":
         mlx_sgemm.nn.replace_linear(model, precision=args.precision)
     tokens = models.prompt(model, batch=1, length=args.prompt)
@@ -137,7 +132,8 @@ def _child(args) -> int:
 
 
 def _in_child(args, extra: list[str], env: dict | None = None) -> list[dict]:
-    command = [sys.executable, __file__, "--child", "--architecture", args.architecture, "--layers", str(args.layers),
+    command = [sys.executable, __file__, "--child", "--architecture", args.architecture, "--size", args.size,
+               "--layers", str(args.layers),
                "--prompt", str(args.prompt), "--steps", str(args.steps), "--rounds", str(args.rounds),
                "--repeats", str(args.repeats), *extra]
     done = subprocess.run(command, env=dict(os.environ, **(env or {})), capture_output=True, text=True, timeout=1200)
@@ -151,6 +147,8 @@ def _in_child(args, extra: list[str], env: dict | None = None) -> list[dict]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--architecture", default="llama", choices=("llama", "qwen3"))
+    parser.add_argument("--size", default="7b", choices=("7b", "small"),
+                        help="the layers' shapes: Llama 2 7B's, or a small model's (mlx_sgemm.bench.models)")
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--prompt", type=int, default=512, help="prompt tokens (prefill)")
     parser.add_argument("--steps", type=int, default=32, help="decode steps timed together")
@@ -174,7 +172,7 @@ def main(argv=None) -> int:
         print("needs MLX's CUDA backend: nothing to time here")
         return 1
     common = dict(date=datetime.date.today().isoformat(), device=device.name(), mlx=mx.__version__,
-                  commit=measure.source_commit(), model=f"{args.architecture} {args.layers} layers of 7B shape")
+                  commit=measure.source_commit(), model=f"{args.architecture} {args.layers} layers of {'7B' if args.size == '7b' else 'small'} shape")
     rows = []
     for dtype, precision in CONFIGS:
         config = ["--dtype", dtype, "--precision", precision]

@@ -1,0 +1,45 @@
+"""benchmarks/model_speed.py's measurements, run on the CPU on a small model
+and a few tokens: what it times on a GPU (the same code) stays runnable.
+Speed is not checked here."""
+
+import importlib.util
+import types
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mlx_lm", reason="mlx-lm (the test extra) builds the model")
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "model_speed.py"
+
+
+@pytest.fixture(scope="module")
+def model_speed():
+    spec = importlib.util.spec_from_file_location("model_speed", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def tiny(**kwargs):
+    return types.SimpleNamespace(architecture="llama", size="small", layers=1, dtype="float32", precision="float32",
+                                 prompt=4, steps=2, rounds=1, repeats=1, side=None, **kwargs)
+
+
+def test_prefill_and_decode_rows(model_speed):
+    rows = model_speed._speed(tiny())
+    assert [r["phase"] for r in rows] == ["prefill", "decode"]
+    assert all(r["ours_s"] > 0 and r["mlx_s"] > 0 for r in rows)
+
+
+def test_first_calls_of_a_process(model_speed):
+    args = tiny()
+    args.side = "ours"
+    rows = model_speed._first_call(args)
+    assert [r["phase"] for r in rows] == ["first_forward", "first_decode"]
+    assert all(r["seconds"] > 0 for r in rows)
+
+
+def test_without_cuda_it_says_so(model_speed, capsys):
+    assert model_speed.main([]) == 1
+    assert "needs MLX's CUDA backend" in capsys.readouterr().out
