@@ -23,7 +23,7 @@ from mlx_sgemm.dispatch.problem import plan
 
 from .harness import gemm
 from .harness.checks import check, gemm_error, layout, replace_once, variant
-from .harness.elements import element_view
+from .harness.elements import HALF_TYPES, element_view
 
 TILE_ASYNC = specs.spec("tile_async", "metal")
 GEMM = specs.spec("gemm", "metal")
@@ -216,6 +216,19 @@ def test_async_copy_of_a_whole_tile_past_the_edge_is_caught(element_type):
         gemm.matmul(variant(TILE_ASYNC, header=header), a, b)
     assert err.value.kind == "out_of_bounds"
     assert "past the end of buffer(" in err.value.message
+
+
+@pytest.mark.parametrize("element_type", HALF_TYPES)
+def test_async_copy_of_halves_sized_as_floats_is_caught(element_type):
+    """The async copy told the elements are 4 bytes where the half tiles hold
+    2-byte ones: it writes past the tiles and reads past the operands' rows
+    (memcheck), and the results are wrong."""
+    header = replace_once(TILE_ASYNC.header(), "sizeof(T), alignof(T), (threadgroup void*)",
+                          "sizeof(float), alignof(float), (threadgroup void*)")
+    a, b = operands(CASES["127x136x72"], element_type=element_type)
+    c, report = gemm.checked(variant(TILE_ASYNC, header=header), a, b)
+    assert [f for f in report.findings if f.kind == "out_of_bounds"], f"went unnoticed: {report}"
+    assert c is None or gemm_error(c, a, b) > 1e-3
 
 
 @pytest.mark.parametrize("element_type", ELEMENT_TYPES)
