@@ -100,6 +100,8 @@ class Explanation:
 _CONVERSION_WORDS = {
     kernel_choice.AS_IS: "read as it is",
     kernel_choice.CONVERTED_ON_LOAD: "converted to float32 on load, inside the kernel (no copy)",
+    kernel_choice.HALF_TILES: "read as it is into half tiles, inside the kernel (no copy, no cast): "
+                              "multiplied on half simdgroup matrices into float32 accumulators",
     kernel_choice.CAST: "cast to float32 first (one astype of the whole operand, in MLX): "
                         "this kernel's copies move bytes into tiles the matrix units read as float32",
     "mx.matmul": "as MLX's matmul takes it",
@@ -304,6 +306,9 @@ def explain(
         unit = "float16"
     if backend == device.METAL:
         contract = "float32 (Apple GPUs have no TF32 mode)" if precision == "tf32" else "float32: simdgroup matrices in float32"
+        if spec.reads_half_tiles(*spec.operand_types):
+            contract = ("float32 accumulation: half simdgroup matrices (their products exact in float32) "
+                        "into float32 accumulators, rounded once to the result dtype")
     else:
         contract = _CONTRACTS[(precision, unit)]
     return Explanation(

@@ -12,11 +12,22 @@ result has the dtype ``mx.matmul`` gives those operands (``mx.result_type``:
 float16 @ float16 is float16, bfloat16 @ bfloat16 bfloat16, every other mix
 float32). Other dtypes raise TypeError naming the operand (``mx.matmul`` would
 promote an integer operand mixed with a float one; we do not). Every kernel
-computes and accumulates in float32 and writes a float32 product, which is
-cast once to the result dtype. How a half operand becomes float32 depends on
-the stage (:attr:`mlx_sgemm.build.specs.KernelSpec.converts_on_load`;
-``mlx_sgemm.explain`` says which, per operand):
+accumulates in float32 and writes a float32 product, which is cast once to
+the result dtype. How a half operand reaches the kernel depends on the stage
+(:attr:`mlx_sgemm.build.specs.KernelSpec.converts_on_load` and
+:attr:`~mlx_sgemm.build.specs.KernelSpec.half_tiles`; ``mlx_sgemm.explain``
+says which, per operand):
 
+* in half tiles, on Metal, where both operands are float16 or both bfloat16:
+  ``tile_simdgroup``, ``small_m``, ``tile_async`` (so ``matmul``) and the
+  fused ``gemm`` keep them as they are in threadgroup tiles of their own type
+  (``tile_async`` and ``gemm`` fetch them with ``simdgroup_async_copy`` of
+  their 2-byte elements, no cast first), load them into
+  ``simdgroup_matrix<half / bfloat, 8, 8>`` and multiply those into float32
+  accumulators, as MLX's steel GEMM does. A product of two halves is exact in
+  float32, so the result is the same float32 accumulation as with float32
+  tiles. (Half the bytes in threadgroup memory; any speed-up is unmeasured:
+  there is no Apple GPU here.) A mixed pair takes the paths below.
 * converted on load, inside the kernel (the operand is handed over as it is,
   no copy): each element becomes float32 as it is read, exactly. On CUDA:
   ``naive`` and ``tile_16`` / ``tile_32`` as they read an element,
@@ -24,21 +35,21 @@ the stage (:attr:`mlx_sgemm.build.specs.KernelSpec.converts_on_load`;
   their float32 shared-memory tiles, ``small_m`` as its FMAs read its
   cp.async windows (which hold the halves as they are, twice as many
   windows in flight), ``small_m_wide`` in registers. On Metal: ``naive``,
-  ``tile_16`` / ``tile_32``, ``tile_threads``, ``tile_simdgroup`` and
-  ``small_m``, all reading through ``sgemm::Operand``.
+  ``tile_16`` / ``tile_32``, ``tile_threads``, and for a mixed pair
+  ``tile_simdgroup`` and ``small_m``, all reading through ``sgemm::Operand``.
 * cast first, by one ``astype(float32)`` of the whole operand on the op's
-  stream: ``tile_async`` (both backends), CUDA's ``tile_wgmma`` (``matmul``
-  from 9 rows up on Hopper, and ``deterministic=True`` there) and Metal's fused
-  ``gemm``. Their copies (cp.async, the TMA, simdgroup_async_copy) move bytes
-  into tiles that the matrix units read as float32, which leaves no step to
-  convert in.
+  stream: CUDA's ``tile_async`` and ``tile_wgmma`` (``matmul`` from 9 rows up
+  on Hopper, and ``deterministic=True`` there), and Metal's ``tile_async`` and
+  fused ``gemm`` for a mixed pair. Their copies (cp.async, the TMA,
+  simdgroup_async_copy) move bytes into tiles that the matrix units read as
+  float32, which leaves no step to convert in.
 
-So ``matmul`` converts on load where a product is bound by reading its
+So on CUDA ``matmul`` converts on load where a product is bound by reading its
 operands (M <= 8: small_m, small_m_wide), and casts where the cast is a small
-part of the time (larger products, on the tensor-core pipelines). The casts
-are inside the custom function, so gradients come back in the operands'
-dtypes. On the CPU fallback ``mx.matmul`` takes the halves as they are (same
-result dtype).
+part of the time (larger products, on the tensor-core pipelines); on Metal it
+casts only a mixed pair for ``tile_async``. The casts are inside the custom
+function, so gradients come back in the operands' dtypes. On the CPU
+fallback ``mx.matmul`` takes the halves as they are (same result dtype).
 
 ``mx.vmap``: the custom function's vmap rule folds the mapped axis into the
 product's batch (:func:`_vmapped_product`), so one product serves every
@@ -519,8 +530,10 @@ def _fused_gemm(stream):
 
     def forward(a, b, c, scalars):
         a, b, c, scalars = (mx.stop_gradient(x) for x in (a, b, c, scalars))  # see _differentiable
-        a, b, c = (_as_dtype(x, _F32, stream) for x in (a, b, c))  # the kernel reads float32
-        return launcher.launch(specs.spec("gemm", device.METAL), a, b, stream, c_in=c, scalars=scalars)
+        # Operands of one half type in half tiles, others as float32; c_in float32.
+        kernel = specs.spec("gemm", device.METAL).reading(dtype_name(a.dtype), dtype_name(b.dtype))
+        a, b = (_as_dtype(x, getattr(mx, t), stream) for x, t in zip((a, b), kernel.operand_types))
+        return launcher.launch(kernel, a, b, stream, c_in=_as_dtype(c, _F32, stream), scalars=scalars)
 
     fused = mx.custom_function(forward)
 

@@ -96,13 +96,35 @@ def test_which_kernels_convert_on_load(backend):
         assert (half == spec) == (not spec.converts_on_load)  # an instance of its own, or the same kernel
 
 
+# The Metal kernels that keep a pair of one half type in half tiles (half
+# simdgroup matrices into float32 accumulators; the ops docstring).
+HALF_TILES = {"tile_simdgroup", "small_m", "tile_async", "gemm"}
+
+
+def test_which_metal_kernels_keep_half_tiles():
+    assert {s.stage for s in specs.specs("metal") if s.half_tiles} == HALF_TILES
+    assert not any(s.half_tiles for s in specs.specs("cuda"))
+    for spec in specs.specs("metal"):
+        for t in ("float16", "bfloat16"):
+            same = spec.reading(t, t)
+            assert same.reads_half_tiles(*same.operand_types) == (spec.stage in HALF_TILES)
+            assert same.operand_types == ((t, t) if spec.converts_on_load or spec.half_tiles else specs.FLOAT32_OPERANDS)
+        assert not spec.reading("float16", "float32").reads_half_tiles(*spec.reading("float16", "float32").operand_types)
+
+
+def reads_as_they_are(spec, dtypes) -> bool:
+    """Whether ``spec`` (an instance) is handed operands of these dtypes as they are."""
+    return spec.converts_on_load or spec.reads_half_tiles(*map(name, dtypes))
+
+
 @pytest.mark.parametrize("backend", ["cuda", "metal"])
 @pytest.mark.parametrize("op_name", OPS)
 @pytest.mark.parametrize("dtypes", PAIRS, ids=lambda p: f"{name(p[0])}@{name(p[1])}")
 def test_half_operands_reach_the_kernels_that_convert_on_load_as_they_are(request, backend, op_name, dtypes):
-    """A kernel that converts on load is handed each operand in its own dtype
-    (no cast before it), the others float32 (one cast); either way the
-    result is the float32 product cast once to mx.matmul's dtype, bit for bit."""
+    """A kernel that converts on load, or keeps a pair of one half type in half
+    tiles (Metal), is handed each operand in its own dtype (no cast before
+    it), the others float32 (one cast); either way the result is the float32
+    product cast once to mx.matmul's dtype, bit for bit."""
     launches = request.getfixturevalue(f"fake_{backend}")
     for shape_a, shape_b in SHAPES:  # M of 7 and 1 (matmul: small_m), 9 (the large-product kernel)
         a, b = operands(shape_a, shape_b, *dtypes)
@@ -112,10 +134,11 @@ def test_half_operands_reach_the_kernels_that_convert_on_load_as_they_are(reques
         assert mx.array_equal(got, expected).item()
     assert launches
     for launch in launches:
-        converts = launch.spec.stage in CONVERTS_ON_LOAD[backend]
-        assert launch.dtypes == (dtypes if converts else (F32, F32)), launch.spec.stage
-    if op_name == "matmul":  # small_m for the few rows, a kernel that casts for the others
-        assert {launch.spec.stage in CONVERTS_ON_LOAD[backend] for launch in launches} == {True, False}
+        assert launch.dtypes == (dtypes if reads_as_they_are(launch.spec, dtypes) else (F32, F32)), launch.spec.stage
+    if op_name == "matmul":  # small_m for the few rows; for the others a kernel that casts, but
+        # on Metal tile_async keeps a pair of one half type as it is
+        as_is = {reads_as_they_are(launch.spec, dtypes) for launch in launches}
+        assert as_is == ({True} if backend == "metal" and dtypes[0] == dtypes[1] else {True, False})
 
 
 @pytest.mark.parametrize("dtypes", [(F16, F16), (BF16, F32)], ids=str)
@@ -160,6 +183,36 @@ def test_explain_says_which_operands_are_converted_on_load_and_which_cast(dtypes
     for d in {name(d) for d in dtypes if d != F32}:
         assert f"{d}: converted to float32 on load" in text and f"{d}: cast to float32" in text
     assert small.recorded is None  # the recorded runs are float32's
+
+
+@pytest.mark.parametrize("dtypes", [(BF16, BF16), (F16, F16), (F16, F32), (BF16, F16)], ids=str)
+def test_explain_says_which_metal_operands_stay_in_half_tiles(dtypes):
+    """Metal: a pair of one half type in half tiles (no cast first) for small_m
+    and tile_async; a mixed pair converted on load (small_m) or cast (tile_async)."""
+    same = dtypes[0] == dtypes[1]
+    for shape, kernel, mixed in (((4, 4096), "small_m", kernel_choice.CONVERTED_ON_LOAD),
+                                 ((1024, 4096), "tile_async", kernel_choice.CAST)):
+        e = mlx_sgemm.explain(shape, (4096, 2048), backend="metal", dtype=tuple(map(name, dtypes)))
+        assert e.kernel == kernel
+        assert e.conversions == {n: kernel_choice.AS_IS if d == F32 else kernel_choice.HALF_TILES if same else mixed
+                                 for n, d in zip("ab", dtypes)}
+        if same:
+            assert f"dtype a      {name(dtypes[0])}: read as it is into half tiles" in str(e)
+            assert "half simdgroup matrices" in e.contract
+
+
+@pytest.mark.parametrize("dtypes", [(BF16, BF16), (F16, F16), (F16, BF16), (F32, F16)], ids=str)
+def test_metal_gemm_keeps_a_pair_of_one_half_type(fake_metal, dtypes):
+    """The fused gemm is handed a pair of one half type as it is (half tiles),
+    another pair as float32; c_in float32 either way."""
+    a, b = operands((9, 13), (13, 6), *dtypes)
+    c = mx.ones((9, 6), dtype=dtypes[0])
+    got = mlx_sgemm.gemm(a, b, c, alpha=2.0, beta=0.5)
+    expected = 2.0 * mx.matmul(a.astype(F32), b.astype(F32)) + 0.5 * c.astype(F32)
+    assert np.allclose(as_f64(got), np.asarray(expected, np.float64), rtol=1e-2, atol=1e-2)
+    (launch,) = fake_metal
+    assert launch.spec.stage == "gemm"
+    assert launch.dtypes == (dtypes if dtypes[0] == dtypes[1] != F32 else (F32, F32))
 
 
 def test_explain_dtype_errors():

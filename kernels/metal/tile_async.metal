@@ -21,16 +21,20 @@
 // * Any layout: operands that are not row-major with rows 16 bytes apart, or
 //   that MLX passes in `constant` memory, are copied element by element by all
 //   threads into the same buffers (sgemm::copy_tile), still double buffered.
-// * float32 operands only: the async copy moves bytes into the float tiles the
-//   simdgroup matrices read, so half operands are cast to float32 (in MLX) first.
+// * Half operands (both float16, or both bfloat16): the async copy moves their
+//   bytes as they are into tiles of their own type, which the simdgroup matrices
+//   read and multiply into the float32 accumulators (sgemm::TileElement, as
+//   MLX's steel GEMM does); no cast first. A mixed pair is cast to float32 in
+//   MLX first (mlx_sgemm/build/specs.py).
 // * SGEMM_ALPHA_BETA (the gemm spec): C = alpha A B + beta C_in, with c_in
 //   row-major in the shape of c and scalars = [alpha, beta].
 constexpr int SG_TILE = 8 * SIMD_TILE;  // one simdgroup's square of C
 constexpr int BM = SW * SG_TILE, BN = SW * SG_TILE;  // the spec's block_m x block_n
 constexpr int THREADS = 32 * SW * SW;  // the spec's threadgroup
 
-threadgroup float As[2][BM][TILE_K];
-threadgroup float Bs[2][TILE_K][BN];
+using T = sgemm::TileElement<decltype(a), decltype(b)>;
+threadgroup T As[2][BM][TILE_K];
+threadgroup T Bs[2][TILE_K][BN];
 threadgroup float Cs[SW * SW][8][8];  // each simdgroup's staging for edge stores
 
 const auto t = sgemm::locate_tile(

@@ -25,6 +25,11 @@
 // Any layout: the operands reach simdgroup_load only through threadgroup
 // memory, where sgemm::load_tile has put them row-major whatever their layout
 // in device memory (simdgroup_load's transpose flag is therefore not needed).
+//
+// Half operands: where a and b are both float16 or both bfloat16 the tiles hold
+// them as they are, and the simdgroup matrices loaded from them are of that
+// type, multiplied into the float32 accumulators (sgemm::TileElement, as MLX's
+// steel GEMM keeps half tiles); a mixed pair is converted to float32 on load.
 constexpr int THREADS = 128;
 constexpr int SG_COLS = BN / SG_N;  // simdgroups side by side along N
 static_assert((BM / SG_M) * SG_COLS == THREADS / 32 && SG_M % 8 == 0 && SG_N % 8 == 0,
@@ -32,8 +37,9 @@ static_assert((BM / SG_M) * SG_COLS == THREADS / 32 && SG_M % 8 == 0 && SG_N % 8
 static_assert((BM * TILE_K) % THREADS == 0 && (TILE_K * BN) % THREADS == 0,
               "every thread loads the same number of tile elements");
 
-threadgroup float As[BM][TILE_K];
-threadgroup float Bs[TILE_K][BN];
+using T = sgemm::TileElement<decltype(a), decltype(b)>;
+threadgroup T As[BM][TILE_K];
+threadgroup T Bs[TILE_K][BN];
 threadgroup float Cs[THREADS / 32][8][8];  // each simdgroup's staging for edge stores
 
 const auto t = sgemm::locate_tile(

@@ -20,10 +20,23 @@ template types ``TA`` and ``TB`` (MLX writes ``using TA = __nv_bfloat16;``), and
 in the kernel's name: MLX keeps compiled CUDA modules by name alone. On Metal
 they are the element type of the pointers in the signature MLX writes (``const
 device bfloat16_t* a``), which the Metal headers' ``Operand<P>`` takes as its
-template parameter; MLX names a Metal kernel after its inputs' dtypes. The other
-kernels (``tile_async``, ``tile_wgmma``, the fused ``gemm``) copy bytes into
-tiles that the matrix units read as float32 (cp.async, TMA, simdgroup_async_copy),
-which leaves no step to convert in: their operands are cast to float32 first.
+template parameter; MLX names a Metal kernel after its inputs' dtypes.
+
+A Metal kernel with ``half_tiles`` (``tile_simdgroup``, ``small_m``,
+``tile_async``, ``gemm``) keeps operands that are both float16 or both bfloat16
+as they are in threadgroup tiles of that type, multiplied on
+``simdgroup_matrix<half / bfloat, 8, 8>`` into float32 accumulators (MLX's
+steel GEMM does the same; ``sgemm::TileElement`` in kernels/metal/sgemm/
+simdgroup.h decides it from the pointer types, so one body serves every
+type). A mixed pair (a half and a float32 operand, or float16 with bfloat16)
+is converted to float32 on load where the kernel converts on load, else cast
+first. Half tiles are not measured to be faster: there is no Apple GPU here.
+
+The other kernels (CUDA's ``tile_async`` and ``tile_wgmma``, and Metal's
+``tile_async`` and ``gemm`` for a mixed pair) copy bytes
+into tiles that the matrix units read as float32 (cp.async, TMA,
+simdgroup_async_copy), which leaves no step to convert in: their operands are
+cast to float32 first.
 """
 
 from __future__ import annotations
@@ -77,8 +90,12 @@ class KernelSpec:
     # each element to float32 as it loads it (see the module docstring); False:
     # it reads float32 alone.
     converts_on_load: bool = False
+    # Metal: whether operands of one half type (both float16, or both bfloat16)
+    # stay in tiles of that type, multiplied on half simdgroup matrices into
+    # float32 accumulators (see the module docstring).
+    half_tiles: bool = False
     # The element types of a and b this instance reads (ELEMENT_TYPES; float32
-    # unless converts_on_load): see reading().
+    # unless converts_on_load or half_tiles): see reading().
     operand_types: tuple[str, str] = FLOAT32_OPERANDS
 
     @property
@@ -100,14 +117,20 @@ class KernelSpec:
     def reading(self, a_type: str, b_type: str) -> KernelSpec:
         """This kernel for operands of element types ``a_type`` and ``b_type``
         (ELEMENT_TYPES): its instance that reads them as they are where it
-        converts on load, else this float32 instance (the operands are then
-        cast to float32 before it)."""
+        converts on load, or keeps them in half tiles (one half type for both),
+        else this float32 instance (the operands are then cast to float32
+        before it)."""
         for name, t in (("a", a_type), ("b", b_type)):
             if t not in ELEMENT_TYPES:
                 raise ValueError(f"{name}'s element type must be one of {ELEMENT_TYPES}, got {t!r}")
-        if not self.converts_on_load:
+        if not (self.converts_on_load or self.reads_half_tiles(a_type, b_type)):
             return self
         return dataclasses.replace(self, operand_types=(a_type, b_type))
+
+    def reads_half_tiles(self, a_type: str, b_type: str) -> bool:
+        """Whether operands of these element types stay in tiles of their own
+        half type (half_tiles, and one half type for both)."""
+        return self.half_tiles and a_type == b_type != "float32"
 
     @property
     def template_args(self) -> tuple[tuple[str, int | bool | str], ...]:
@@ -517,7 +540,8 @@ _SPECS = {
     # Every Metal kernel reads a_strides / b_strides, so MLX passes any layout
     # as it is (transposed views, slices, broadcasts): no copies. All but
     # tile_async and gemm read operands through sgemm::Operand<P> alone, which
-    # converts each element to float32 as it reads it.
+    # converts each element to float32 as it reads it. The simdgroup-matrix
+    # kernels (half_tiles) keep operands of one half type in half tiles.
     "metal": [
         KernelSpec("naive", "metal", "naive.metal", (16, 16, 1), 16, 16, converts_on_load=True),
         KernelSpec("tile_16", "metal", "tile.metal", (16, 16, 1), 16, 16, (("TILE", 16),),
@@ -533,30 +557,32 @@ _SPECS = {
         KernelSpec(
             "tile_simdgroup", "metal", "tile_simdgroup.metal", (128, 1, 1), 32, 32,
             (("BM", 32), ("BN", 32), ("SG_M", 16), ("SG_N", 16), ("TILE_K", 16)),
-            converts_on_load=True,
+            converts_on_load=True, half_tiles=True,
         ),
         # matmul's small-M variant (M <= 8), Akunu's GEMM chapter's "small" GEMM: the same
         # kernel with an 8x128 block, 4 simdgroups of 8x32 side by side.
         KernelSpec(
             "small_m", "metal", "tile_simdgroup.metal", (128, 1, 1), 8, 128,
             (("BM", 8), ("BN", 128), ("SG_M", 8), ("SG_N", 32), ("TILE_K", 16)),
-            converts_on_load=True,
+            converts_on_load=True, half_tiles=True,
         ),
         # Fast Matrix Multiply on an Apple GPU's best: SW x SW = 2x2 simdgroups of SIMD_TILE x SIMD_TILE = 4x4
         # accumulators (a 64x64 block), k-tiles of 16 fetched by simdgroup_async_copy,
-        # double buffered (float32 operands: the async copy moves bytes into the
-        # float tiles the simdgroup matrices read). The same source, with SGEMM_ALPHA_BETA, is gemm:
+        # double buffered. The async copy moves bytes into tiles the simdgroup
+        # matrices read: float32 ones, or for operands of one half type half
+        # ones (half_tiles); a mixed pair is cast to float32 first. The same
+        # source, with SGEMM_ALPHA_BETA, is gemm:
         # C = alpha A B + beta C_in (inputs c_in, the output's shape, row-contiguous,
         # and scalars = [alpha, beta]).
         KernelSpec(
             "tile_async", "metal", "tile_async.metal", (128, 1, 1), 64, 64,
-            (("SW", 2), ("SIMD_TILE", 4), ("TILE_K", 16)),
+            (("SW", 2), ("SIMD_TILE", 4), ("TILE_K", 16)), half_tiles=True,
         ),
         KernelSpec(
             "gemm", "metal", "tile_async.metal", (128, 1, 1), 64, 64,
             (("SW", 2), ("SIMD_TILE", 4), ("TILE_K", 16)),
             defines=(("SGEMM_ALPHA_BETA", 1),),
-            inputs=("a", "b", "c_in", "params", "scalars"),
+            inputs=("a", "b", "c_in", "params", "scalars"), half_tiles=True,
         ),
     ],
 }
@@ -593,8 +619,9 @@ def spec(stage: str, backend: str) -> KernelSpec:
 
 
 def element_type_instances(backend: str) -> list[KernelSpec]:
-    """Every instance of ``backend``'s kernels that converts on load for a pair
-    of element types other than float32's (specs() has those): a kernel per
-    (stage, a's type, b's type)."""
-    return [spec.reading(a, b) for spec in _SPECS[backend] if spec.converts_on_load
-            for a in ELEMENT_TYPES for b in ELEMENT_TYPES if (a, b) != FLOAT32_OPERANDS]
+    """Every instance of ``backend``'s kernels that reads a pair of element
+    types other than float32's as they are (converted on load, or in half
+    tiles; specs() has float32's): a kernel per (stage, a's type, b's type)."""
+    return [spec.reading(a, b) for spec in _SPECS[backend]
+            for a in ELEMENT_TYPES for b in ELEMENT_TYPES
+            if (a, b) != FLOAT32_OPERANDS and (spec.converts_on_load or spec.reads_half_tiles(a, b))]

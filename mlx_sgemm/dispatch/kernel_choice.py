@@ -317,23 +317,27 @@ class Launch:
 
     def reading(self, a_type: str, b_type: str) -> Launch:
         """This launch for operands of element types ``a_type`` and ``b_type``:
-        its kernel's instance that converts them on load where it can
-        (:meth:`specs.KernelSpec.reading`), the same split."""
+        its kernel's instance that reads them as they are where it can
+        (converted on load, or in half tiles: :meth:`specs.KernelSpec.reading`),
+        the same split."""
         return Launch(self.spec.reading(a_type, b_type), self.k_splits)
 
 
 # How an operand reaches a kernel (operand_conversions): float32 as it is; a
-# half the kernel reads itself, converting each element as it loads it; or a
-# half cast to float32 first, by one astype of the whole operand in MLX.
-AS_IS, CONVERTED_ON_LOAD, CAST = "as is", "converted on load", "cast"
+# half the kernel reads itself, converting each element as it loads it; a half
+# kept as it is in half tiles, multiplied on half simdgroup matrices into
+# float32 accumulators (Metal, both operands of one half type); or a half cast
+# to float32 first, by one astype of the whole operand in MLX.
+AS_IS, CONVERTED_ON_LOAD, HALF_TILES, CAST = "as is", "converted on load", "half tiles", "cast"
 
 
 def operand_conversions(spec: specs.KernelSpec, a_type: str, b_type: str) -> dict[str, str]:
     """For operands ``a`` and ``b`` of element types ``a_type`` and ``b_type``
     (dtype names), how each reaches ``spec`` (an instance from
-    :meth:`Launch.reading`): AS_IS, CONVERTED_ON_LOAD or CAST."""
+    :meth:`Launch.reading`): AS_IS, CONVERTED_ON_LOAD, HALF_TILES or CAST."""
+    read_as_is = HALF_TILES if spec.reads_half_tiles(*spec.operand_types) else CONVERTED_ON_LOAD
     return {
-        name: AS_IS if given == "float32" else CONVERTED_ON_LOAD if read == given else CAST
+        name: AS_IS if given == "float32" else read_as_is if read == given else CAST
         for name, given, read in zip("ab", (a_type, b_type), spec.operand_types)
     }
 

@@ -631,40 +631,44 @@ inline void store(const vec<E, 2>& s, P dst, ulong epr, vec<ulong, 2> origin,
   mh_simd_release();
 }
 
-template <typename E>
+// One lane's matrices of a multiply: d = a * b + c, each of its own element type
+// (Metal's simdgroup_multiply_accumulate takes, say, half a and b into float c
+// and d, as a GEMM with half tiles and float32 accumulators does).
+template <typename D, typename A, typename B, typename C>
 struct mma_args {
-  vec<E, 2>* d;
-  const vec<E, 2>* a;
-  const vec<E, 2>* b;
-  const vec<E, 2>* c;  // null for simdgroup_multiply
+  vec<D, 2>* d;
+  const vec<A, 2>* a;
+  const vec<B, 2>* b;
+  const vec<C, 2>* c;  // null for simdgroup_multiply
 };
 
 // d = a * b (+ c), with each operand gathered from the 32 lanes that hold it;
-// products and sums in float, rounded to the element type once at the end.
-template <typename E>
-inline void multiply(const char* op, mma_args<E> mine, unsigned line) {
+// products and sums in float, rounded to d's element type once at the end.
+template <typename D, typename A, typename B, typename C>
+inline void multiply(const char* op, mma_args<D, A, B, C> mine, unsigned line) {
+  using args = mma_args<D, A, B, C>;
   void* const* lanes = mh_simd_collective(op, line, &mine, 1);
   if (!lanes) return;
-  float A[8][8], B[8][8], C[8][8];
+  float Am[8][8], Bm[8][8], Cm[8][8];
   for (uint32_t l = 0; l < 32; ++l) {
-    const mma_args<E>& m = *static_cast<const mma_args<E>*>(lanes[l]);
+    const args& m = *static_cast<const args*>(lanes[l]);
     int r, c;
     lane_coord(l, r, c);
     for (int e = 0; e < 2; ++e) {
-      A[r][c + e] = float((*m.a)[e]);
-      B[r][c + e] = float((*m.b)[e]);
-      C[r][c + e] = m.c ? float((*m.c)[e]) : 0.0f;
+      Am[r][c + e] = float((*m.a)[e]);
+      Bm[r][c + e] = float((*m.b)[e]);
+      Cm[r][c + e] = m.c ? float((*m.c)[e]) : 0.0f;
     }
   }
   // All inputs are gathered before any output is written: d may alias a, b, c.
   for (uint32_t l = 0; l < 32; ++l) {
-    const mma_args<E>& m = *static_cast<const mma_args<E>*>(lanes[l]);
+    const args& m = *static_cast<const args*>(lanes[l]);
     int r, c;
     lane_coord(l, r, c);
     for (int e = 0; e < 2; ++e) {
-      float sum = C[r][c + e];
-      for (int k = 0; k < 8; ++k) sum = __builtin_fmaf(A[r][k], B[k][c + e], sum);
-      (*m.d)[e] = E(sum);
+      float sum = Cm[r][c + e];
+      for (int k = 0; k < 8; ++k) sum = __builtin_fmaf(Am[r][k], Bm[k][c + e], sum);
+      (*m.d)[e] = D(sum);
     }
   }
   mh_simd_release();
@@ -696,22 +700,22 @@ MH_SIMDGROUP_TRANSFER(device)
 MH_SIMDGROUP_TRANSFER(threadgroup)
 #undef MH_SIMDGROUP_TRANSFER
 
-template <typename T>
-inline void simdgroup_multiply_accumulate(thread simdgroup_matrix<T, 8, 8>& d,
-                                          const thread simdgroup_matrix<T, 8, 8>& a,
-                                          const thread simdgroup_matrix<T, 8, 8>& b,
-                                          const thread simdgroup_matrix<T, 8, 8>& c,
+template <typename D, typename A, typename B, typename C>
+inline void simdgroup_multiply_accumulate(thread simdgroup_matrix<D, 8, 8>& d,
+                                          const thread simdgroup_matrix<A, 8, 8>& a,
+                                          const thread simdgroup_matrix<B, 8, 8>& b,
+                                          const thread simdgroup_matrix<C, 8, 8>& c,
                                           unsigned line = __builtin_LINE()) {
-  mh_detail::multiply<T>("simdgroup_multiply_accumulate",
-                         {&d.elements, &a.elements, &b.elements, &c.elements}, line);
+  mh_detail::multiply<D, A, B, C>("simdgroup_multiply_accumulate",
+                                  {&d.elements, &a.elements, &b.elements, &c.elements}, line);
 }
-template <typename T>
-inline void simdgroup_multiply(thread simdgroup_matrix<T, 8, 8>& d,
-                               const thread simdgroup_matrix<T, 8, 8>& a,
-                               const thread simdgroup_matrix<T, 8, 8>& b,
+template <typename D, typename A, typename B>
+inline void simdgroup_multiply(thread simdgroup_matrix<D, 8, 8>& d,
+                               const thread simdgroup_matrix<A, 8, 8>& a,
+                               const thread simdgroup_matrix<B, 8, 8>& b,
                                unsigned line = __builtin_LINE()) {
-  mh_detail::multiply<T>("simdgroup_multiply", {&d.elements, &a.elements, &b.elements, nullptr},
-                         line);
+  mh_detail::multiply<D, A, B, D>("simdgroup_multiply",
+                                  {&d.elements, &a.elements, &b.elements, nullptr}, line);
 }
 
 }  // namespace metal

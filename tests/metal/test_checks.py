@@ -18,6 +18,7 @@ from mlx_sgemm.metal_check import metal_kernel
 
 from .harness import gemm
 from .harness.checks import operands
+from .harness.elements import element_view, values
 
 X = np.arange(64, dtype=np.float32)
 
@@ -411,23 +412,28 @@ def test_header_lines_are_named_by_the_header_file():
 
 # ---- this package's kernels pass every check -------------------------------------------
 
-# (K, N): rows whose length is no multiple of 4 floats go element by element;
-# K and N multiples of 4 (rows 16 bytes apart) take tile_async's async copies.
-SHAPES = {"element-by-element": (21, 70), "async-copy": (20, 68)}
+# (K, N): rows whose length is no multiple of 4 floats (8 halves) go element by
+# element; K and N multiples of 8 (rows 16 bytes apart in every element type)
+# take tile_async's async copies.
+SHAPES = {"element-by-element": (21, 70), "async-copy": (24, 72)}
+# Both operands of one element type: float32 for every kernel, each half type
+# for those that keep it in half tiles (another instance).
+KERNEL_ELEMENT_TYPES = [
+    pytest.param(spec.stage, t, id=f"{spec.stage}-{t}") for spec in specs.specs("metal")
+    if spec.stage != "tile_32" for t in ("float32", *(("float16", "bfloat16") if spec.half_tiles else ()))]
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("stage", ["naive", "tile_16", "tile_threads", "tile_simdgroup", "tile_async",
-                                   "small_m", "gemm"])
-def test_package_kernels_pass_every_check(stage, shape):
+@pytest.mark.parametrize("stage,element_type", KERNEL_ELEMENT_TYPES)
+def test_package_kernels_pass_every_check(stage, element_type, shape):
     """Edge tiles in M, N and K, a batch, both of tile_async's copy paths: nothing found."""
     spec = specs.spec(stage, "metal")
     k, n = SHAPES[shape]
-    a, b = operands((2, 9 if stage == "small_m" else 37, k), (k, n))
+    a, b = (element_view(x, element_type) for x in operands((2, 9 if stage == "small_m" else 37, k), (k, n)))
     stats: dict[str, int] = {}
     out, report = gemm.checked(spec, a, b, stats=stats)
     report.assert_ok()
-    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out, values(a) @ values(b), rtol=1e-5, atol=1e-5)
     if spec.source_file == "tile_async.metal":
         assert (stats["async_copies"] > 0) == (shape == "async-copy"), stats
 

@@ -19,6 +19,7 @@ from mlx_sgemm.metal_check import binding, compiler
 
 from .harness import checks, gemm
 from .harness.checks import operands, replace_once, variant
+from .harness.elements import HALF_TYPES, element_view, in_element_type, values
 
 METAL_SPECS = specs.specs("metal")
 
@@ -167,6 +168,34 @@ simdgroup_store(z, c + 64, 8);
     ref = a.reshape(8, 16)[:, 8:].astype(np.float64) @ b.reshape(8, 8).T
     np.testing.assert_allclose(out[0], ref, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(out[1], 3 * ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("element_type", HALF_TYPES)
+def test_half_simdgroup_matrices_multiply_into_float32_accumulators(element_type):
+    """simdgroup_multiply_accumulate of two half (bfloat) matrices into float
+    ones, as the kernels with half tiles use it: the products and sums in
+    float32, nothing rounded to the half type (a half result would be off by
+    ~1e-3, bfloat's by ~1e-2)."""
+    metal_type = {"float16": "half", "bfloat16": "bfloat"}[element_type]
+    body = f"""
+simdgroup_matrix<{metal_type}, 8, 8> x, y;
+simdgroup_load(x, a, 8);
+simdgroup_load(y, b, 8);
+simdgroup_float8x8 z = make_filled_simdgroup_matrix<float, 8, 8>(1.0f / 3.0f);
+simdgroup_multiply_accumulate(z, x, y, z);
+simdgroup_store(z, c, 8);
+"""
+    rng = np.random.default_rng(3)
+    a, b = (in_element_type(rng.standard_normal(64).astype(np.float32), element_type) for _ in range(2))
+    spec = variant(specs.spec("naive", "metal"), body=body)
+    params = np.zeros(8, dtype=np.int32)
+    prog = gemm.program(spec, gemm.array_infos([a, b, params]))
+    bufs = [binding.Buffer("a", a, a.nbytes, elem_size=2), binding.Buffer("b", b, b.nbytes, elem_size=2),
+            binding.Buffer("params", params, params.nbytes, elem_size=4),
+            binding.Buffer("c", None, 256, elem_size=4, output=True)]
+    (out,) = gemm.dispatch(prog, bufs, (32, 1, 1), (32, 1, 1))
+    ref = values(a).reshape(8, 8) @ values(b).reshape(8, 8) + np.float64(np.float32(1 / 3))
+    np.testing.assert_allclose(np.frombuffer(out, dtype=np.float32).reshape(8, 8), ref, rtol=1e-6, atol=1e-6)
 
 
 def test_constant_operand_cannot_feed_simdgroup_load():
@@ -329,15 +358,28 @@ def test_strided_views_are_bound_in_place_with_guards():
 BARRIER = "threadgroup_barrier(mem_flags::mem_threadgroup);"
 
 
+def element_types(spec):
+    """The element types both operands may share for ``spec``'s mutation tests:
+    float32, and for a kernel with half tiles each half type (another
+    instance, with tiles of that type)."""
+    return ("float32", *HALF_TYPES) if spec.half_tiles else ("float32",)
+
+
+def half_operands(a_shape, b_shape, element_type):
+    """operands() rounded to ``element_type`` (harness.elements)."""
+    return tuple(element_view(x, element_type) for x in operands(a_shape, b_shape))
+
+
 def barrier_mutants():
     for spec in METAL_SPECS:
         body = spec.source()
         for i in range(body.count(BARRIER)):
-            yield pytest.param(spec, i, id=f"{spec.stage}-barrier{i}")
+            for t in element_types(spec):
+                yield pytest.param(spec, i, t, id=f"{spec.stage}-barrier{i}-{t}")
 
 
-@pytest.mark.parametrize("spec,which", list(barrier_mutants()))
-def test_missing_threadgroup_barrier_is_reported_as_a_race(spec, which):
+@pytest.mark.parametrize("spec,which,element_type", list(barrier_mutants()))
+def test_missing_threadgroup_barrier_is_reported_as_a_race(spec, which, element_type):
     """racecheck names the race a dropped barrier opens (whatever the schedule:
     one seed), and the results are wrong too."""
     body = spec.source()
@@ -345,12 +387,12 @@ def test_missing_threadgroup_barrier_is_reported_as_a_race(spec, which):
     for _ in range(which + 1):
         pos = body.index(BARRIER, pos + 1)
     mutant = variant(spec, body=body[:pos] + body[pos + len(BARRIER):])
-    a, b = operands((127, 131), (131, 129))
+    a, b = half_operands((127, 131), (131, 129), element_type)
     c, report = gemm.checked(mutant, a, b)
     races = report.by_check("racecheck")
     assert races, f"a race went unnoticed: {report}"
     assert "threadgroup variable" in races[0].message and len(races[0].locations) == 2
-    assert relative_error(c, a, b) > 1e-3
+    assert checks.gemm_error(c, a, b) > 1e-3
 
 
 @pytest.mark.parametrize(
@@ -377,6 +419,22 @@ def test_store_bounds_check_off_by_one_is_reported_out_of_bounds():
     # Column N: B is read one past the end of its last row before C is written.
     assert err.value.kind == "out_of_bounds"
     assert "past the end of buffer(3) b" in err.value.message
+
+
+@pytest.mark.parametrize("spec,element_type", [
+    pytest.param(s, t, id=f"{s.stage}-{t}") for s in METAL_SPECS if "store_accumulators" in s.source()
+    for t in element_types(s)])
+def test_edge_store_of_an_accumulator_past_the_last_column_is_reported(spec, element_type):
+    """sgemm::store_8x8 writing column N of an 8x8 block that overhangs C's
+    right edge: past the end of c from its last row (memcheck), and from the
+    other rows onto column 0 of the next, which another simdgroup or
+    threadgroup writes (racecheck, where that comes first)."""
+    header = replace_once(spec.header(), "if (r < rows && c < cols) C[", "if (r < rows && c <= cols) C[")
+    a, b = half_operands((33, 17), (17, 65), element_type)
+    _, report = gemm.checked(variant(spec, header=header), a, b)
+    past = [f for f in report.findings if f.kind == "out_of_bounds"]
+    assert past, f"a store past the end of c went unnoticed: {report}"
+    assert "past the end of buffer(" in past[0].message and ") c" in past[0].message
 
 
 @pytest.mark.parametrize("align_end", [True, False])

@@ -13,14 +13,17 @@ namespace sgemm {
 // contiguous direction: along rows for a row-major x, down columns for a
 // column-major one, so a simdgroup reads contiguous runs of device memory
 // either way. Other layouts (strided slices, broadcasts) take the row order.
-template <int COLS, int ROWS, int LD, typename P>
-inline void load_tile(threadgroup float (&tile)[ROWS][LD], Operand<P> x, int r0, int c0,
+// The tile holds float32, or the operands' own half type (sgemm::TileElement,
+// simdgroup.h): x.at widens an element to float32 exactly, so T(...) gives a
+// half element back unchanged.
+template <int COLS, int ROWS, int LD, typename T, typename P>
+inline void load_tile(threadgroup T (&tile)[ROWS][LD], Operand<P> x, int r0, int c0,
                       int tid, int threads) {
   static_assert(COLS <= LD, "a tile row holds COLS elements");
   const bool down = x.column_major();
   for (int e = tid; e < ROWS * COLS; e += threads) {
     const int r = down ? e % ROWS : e / COLS, c = down ? e / ROWS : e % COLS;
-    tile[r][c] = x.at(r0 + r, c0 + c);
+    tile[r][c] = T(x.at(r0 + r, c0 + c));
   }
 }
 

@@ -8,6 +8,13 @@
 
 namespace sgemm {
 
+// The element type T of an operand pointer, `const device T*` or `const
+// constant T*` (declared for decltype only: never called).
+template <typename T>
+T element_of(const device T*);
+template <typename T>
+T element_of(const constant T*);
+
 // A rows x cols operand as MLX hands it over: element (r, c) at p[r * rs + c * cs].
 // Row-major arrays have cs == 1, transposed views (a.T, swapaxes) rs == 1;
 // slices have any strides (negative ones too, x[::-1]), broadcasts a stride of
@@ -21,6 +28,8 @@ namespace sgemm {
 // whatever the operands' type, with no copy of them.
 template <typename P>
 struct Operand {
+  using element = decltype(element_of(P()));
+
   P p;
   int64_t rs, cs;
   int rows, cols;

@@ -11,6 +11,7 @@ from mlx_sgemm.bench.accuracy import relative_error
 from mlx_sgemm.build import specs
 
 from . import gemm
+from .elements import element_type, values
 
 # float32 accumulation lands near 1e-7 (see mlx_sgemm.bench.accuracy); a bug near 1.
 TOLERANCE = 1e-6
@@ -68,7 +69,7 @@ def layout(shape, kind: str, rng: np.random.Generator) -> np.ndarray:
 def gemm_error(out, a, b, c=None, alpha=1.0, beta=0.0) -> float:
     """relative_error for ``alpha * a @ b + beta * c``: ||out - ref|| over the
     norm of the sum of absolute terms. NaN anywhere gives inf."""
-    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    a64, b64 = values(np.asarray(a)), values(np.asarray(b))
     if c is None and alpha == 1.0 and beta == 0.0:
         return relative_error(out, a64, b64)
     out = np.asarray(out, np.float64)
@@ -87,12 +88,15 @@ def gemm_error(out, a, b, c=None, alpha=1.0, beta=0.0) -> float:
 
 
 def check(spec, a, b, *, c=None, alpha=1.0, beta=0.0, **kwargs) -> np.ndarray:
-    """Run ``spec`` on ``a``, ``b`` (any layout) in the harness; assert it is right."""
+    """Run ``spec`` on ``a``, ``b`` (any layout, float32 or a half type:
+    harness.elements) in the harness; assert it is right: within float32
+    accumulation of float64 of the operands' values."""
     extra = dict(c=c, alpha=alpha, beta=beta) if "c_in" in spec.input_names else {}
     out = gemm.matmul(spec, a, b, **extra, **kwargs)
     err = gemm_error(out, a, b, **extra)
     assert err < TOLERANCE, (
-        f"{spec.stage} {a.shape} (strides {a.strides}) @ {b.shape} (strides {b.strides}): "
+        f"{spec.stage} {element_type(a)} {a.shape} (strides {a.strides}) @ {element_type(b)} {b.shape} "
+        f"(strides {b.strides}): "
         f"relative error {err:.3g}"
     )
     return out

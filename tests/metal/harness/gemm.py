@@ -5,8 +5,11 @@ The source is built by :func:`mlx_sgemm.build.signatures.metal_source` from the
 same :class:`~mlx_sgemm.build.specs.KernelSpec` the registry gives
 ``mx.fast.metal_kernel``, the launch is shaped by
 :func:`mlx_sgemm.dispatch.problem.plan`, and the buffers are bound in the order
-MLX's ``CustomKernel::eval_gpu`` binds them. Every run is checked (memcheck,
-racecheck, synccheck, initcheck): the first finding raises KernelError.
+MLX's ``CustomKernel::eval_gpu`` binds them. Operands are float32, or float16
+and bfloat16 as :mod:`.elements` holds them, each bound in its own element type
+to the spec's instance for those types (``KernelSpec.reading``), as MLX binds a
+half array. Every run is checked (memcheck, racecheck, synccheck, initcheck):
+the first finding raises KernelError.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from mlx_sgemm.metal_check import binding, runner, translation
 from mlx_sgemm.metal_check.compiler import HarnessError
 from mlx_sgemm.metal_check.findings import CompileError, KernelError  # noqa: F401 (re-exported)
 
+from .elements import HALF_TYPES, element_type, values
+
 Buffer = binding.Buffer
 
 
 def array_infos(inputs: list[np.ndarray]) -> list[signatures.ArrayInfo]:
     """What MLX's signature depends on (dtype, rank, logical size) for each input."""
-    return [signatures.ArrayInfo(str(x.dtype), x.ndim, x.size) for x in inputs]
+    return [signatures.ArrayInfo(element_type(x), x.ndim, x.size) for x in inputs]
 
 
 def program(spec: KernelSpec, infos: list[signatures.ArrayInfo]) -> translation.Program:
@@ -51,6 +56,11 @@ def dispatch(prog, buffers, grid, threadgroup, *, seed=0, align_end=True, stats=
     return outputs
 
 
+def as_operand(x) -> np.ndarray:
+    """An operand as the harness binds it: a half one as it is, anything else float32."""
+    return x if isinstance(x, np.ndarray) and element_type(x) in HALF_TYPES else np.asarray(x, np.float32)
+
+
 def launch_inputs(
     spec: KernelSpec, a: np.ndarray, b: np.ndarray, *, c: np.ndarray | None = None,
     alpha: float = 1.0, beta: float = 0.0, k_splits: int = 1,
@@ -58,13 +68,13 @@ def launch_inputs(
     """The plan of ``a @ b`` and the kernel's inputs, in ``spec.input_names`` order.
 
     ``a`` and ``b`` keep their strides (NumPy views stay views, as MLX passes
-    arrays to kernels that take any layout). A spec whose inputs include
+    arrays to kernels that take any layout) and a half element type (anything
+    else becomes float32). A spec whose inputs include
     ``c_in`` and ``scalars`` computes ``alpha * a @ b + beta * c``; ``c`` (zeros
     if None) is broadcast to the result's shape and made row-contiguous, as the
     Python side does.
     """
-    a = np.asarray(a, dtype=np.float32)
-    b = np.asarray(b, dtype=np.float32)
+    a, b = as_operand(a), as_operand(b)
     p = plan(a.shape, b.shape)
     if p.empty:
         raise HarnessError("an empty product launches no kernel")
@@ -97,8 +107,15 @@ def matmul(
     (:func:`mlx_sgemm.metal_check.binding.strided_buffer`); ``c``, ``alpha``,
     ``beta``: see :func:`launch_inputs`; ``stats``, ``report``: see
     :func:`dispatch`; ``k_splits``: K split that many ways, the partial products
-    summed here (as launcher.launch does).
+    summed here (as launcher.launch does). Half operands run on ``spec``'s
+    instance for their element types.
     """
+    a, b = as_operand(a), as_operand(b)
+    spec = spec.reading(element_type(a), element_type(b))
+    # An operand the instance does not read as it is becomes float32 first, as
+    # the package casts it.
+    a, b = (x if element_type(x) == t else values(x).astype(np.float32)
+            for x, t in zip((a, b), spec.operand_types))
     p, inputs = launch_inputs(spec, a, b, c=c, alpha=alpha, beta=beta, k_splits=k_splits)
     prog = program(spec, array_infos(inputs))
     out_shape = p.kernel_out_shape(k_splits)
