@@ -1,4 +1,4 @@
-"""The shape suite: mlx_sgemm.matmul against mx.matmul at equal precision, on the products of a 7B model.
+"""The shape suite: mlx_sgemm.matmul against mx.matmul at equal precision.
 
     python benchmarks/shape_suite.py --precision float32 --csv results/shapes.csv
     python benchmarks/shape_suite.py --precision tf32 --csv results/shapes.csv
