@@ -67,7 +67,7 @@ def main() -> int:
         launch = mx.compile(lambda x, y: launcher.launch(spec, x, y))  # the kernel alone, compiled
         choose = kernel_choice.chooser("float32")
         ops.matmul(a, b)  # matmul's compiled function for this shape, as a call finds it
-        matmul_compiled = ops._compiled(choose, device.CUDA, None, (True, False), a.shape, b.shape,
+        matmul_compiled = ops._compiled(choose, device.CUDA, None, True, False, a.shape, b.shape,
                                         tuning_cache.generation(), launcher.poisoned())
 
         def no_ops(x, y):

@@ -301,7 +301,7 @@ def _run(choose, a, b, stream, pad: bool = False, float32_out: bool = False) -> 
     if backend == device.CPU_FALLBACK:
         plan(a.shape, b.shape)  # shape errors before anything is built
         return _differentiable(choose, backend, stream, pad, float32_out)(a, b)
-    fn = _compiled(choose, backend, stream, (pad, float32_out), a.shape, b.shape, tuning_cache.generation(),
+    fn = _compiled(choose, backend, stream, pad, float32_out, a.shape, b.shape, tuning_cache.generation(),
                    launcher.poisoned(), dtypes=(a.dtype, b.dtype))
     if len(_calls) >= MAX_CALLS:
         _calls.clear()
@@ -310,10 +310,10 @@ def _run(choose, a, b, stream, pad: bool = False, float32_out: bool = False) -> 
 
 
 @functools.lru_cache(maxsize=1024)
-def _compiled(choose, backend: str, stream, how: tuple[bool, bool], a_shape: tuple, b_shape: tuple, *depends_on,
-              dtypes: tuple = (_F32, _F32)):
-    """The op for one shape pair (and operand ``dtypes``), under ``mx.compile``;
-    ``how``: :func:`_forward`'s ``pad`` and ``float32_out``.
+def _compiled(choose, backend: str, stream, pad: bool, float32_out: bool, a_shape: tuple, b_shape: tuple,
+              *depends_on, dtypes: tuple = (_F32, _F32)):
+    """The op for one shape pair (and operand ``dtypes``), under ``mx.compile``
+    (``pad`` and ``float32_out``: see :func:`_forward`).
 
     Why: a call of the uncompiled op costs ~30 us of host time on an H200's
     host (Python, MLX's custom-function and custom-kernel nodes, and two
@@ -339,13 +339,12 @@ def _compiled(choose, backend: str, stream, how: tuple[bool, bool], a_shape: tup
     those (tuning.generation(), the poison flag). Shape errors are raised here,
     before anything is traced, and an empty product (no kernel) is not compiled.
     """
-    pad = how[0]
     p = plan(a_shape, b_shape)
-    product = _differentiable(choose, backend, stream, *how)
+    product = _differentiable(choose, backend, stream, pad, float32_out)
     if p.empty:
         return product
     _route(choose, backend, a_shape, b_shape, *dtypes, pad, *_route_depends())  # launch errors here, too
-    plain = _forward(choose, backend, stream, *how)
+    plain = _forward(choose, backend, stream, pad, float32_out)
     recording = [True]
     compiled = mx.compile(lambda a, b: (plain if recording[0] else product)(a, b))
     compiled(mx.zeros(a_shape, dtype=dtypes[0]), mx.zeros(b_shape, dtype=dtypes[1]))  # records; nothing runs

@@ -72,11 +72,10 @@ def routed(product: Callable, addmm: Callable):
             depth[0] -= 1
 
     def matmul(a, b, *, stream=None):
-        return call(lambda a, b, stream: product(a, b, stream=stream), _ORIGINAL_MATMUL,
-                    "products", (a, b), a, b, stream=stream)
+        return call(product, _ORIGINAL_MATMUL, "products", (a, b), a, b, stream=stream)
 
     def array_matmul(a, b):
-        return call(lambda a, b: product(a, b), _ORIGINAL_ARRAY_MATMUL, "products", (a, b), a, b)
+        return call(product, _ORIGINAL_ARRAY_MATMUL, "products", (a, b), a, b)
 
     def add_mm(c, a, b, alpha=1.0, beta=1.0, *, stream=None):
         return call(addmm, _ORIGINAL_ADDMM, "addmm", (c, a, b), c, a, b, alpha, beta, stream=stream)

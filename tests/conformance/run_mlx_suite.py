@@ -38,7 +38,7 @@ import mlx.core as mx  # noqa: E402
 
 import mlx_sgemm  # noqa: E402
 from mlx_sgemm import ops  # noqa: E402
-from mlx_sgemm.dispatch import device  # noqa: E402
+from mlx_sgemm.dispatch import device, kernel_choice  # noqa: E402
 
 from .routing import routed  # noqa: E402
 
@@ -138,7 +138,7 @@ def run(op_name: str, precision: str, fake: str | None, verbosity: int = 1) -> d
             stack.enter_context(_fake_backend(fake))
         backend = device.backend() + (" (faked)" if fake else "")
         suite = _suite(aside)
-        counts = stack.enter_context(routed(lambda a, b, stream=None: op(a, b, stream=stream), addmm))
+        counts = stack.enter_context(routed(op, addmm))
         result = unittest.TextTestRunner(stream=sys.stderr, verbosity=verbosity).run(suite)
     return dict(
         op=op_name, precision=precision, backend=backend, mlx=mx.__version__,
@@ -155,7 +155,7 @@ def passed(summary: dict) -> bool:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("op", choices=OPS)
-    parser.add_argument("--precision", choices=("float32", "tf32"), default="float32")
+    parser.add_argument("--precision", choices=kernel_choice.PRECISIONS, default="float32")
     parser.add_argument("--fake", choices=("cuda", "metal"), help="fake this GPU backend (no GPU needed)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)

@@ -3,9 +3,9 @@
 With a GPU: every op on it (matmul at both precisions). Without one: matmul
 on the CPU fallback, every op on a faked CUDA GPU, and matmul with gemm's
 fused store on a faked Apple GPU: the package's Python (kernel choice,
-padding, reshapes, the fused store) runs for real, each launch computed by MLX. Each run is a process of its
-own (MLX_ENABLE_TF32=0 must precede MLX's import); they run side by side, one
-per core.
+padding, reshapes, the fused store) runs for real, each launch computed by
+MLX. Each run is a process of its own (MLX_ENABLE_TF32=0 must precede MLX's
+import); they run side by side, one per core.
 """
 
 from __future__ import annotations
