@@ -102,6 +102,8 @@ _CONVERSION_WORDS = {
     kernel_choice.CONVERTED_ON_LOAD: "converted to float32 on load, inside the kernel (no copy)",
     kernel_choice.HALF_TILES: "read as it is into half tiles, inside the kernel (no copy, no cast): "
                               "multiplied on half simdgroup matrices into float32 accumulators",
+    kernel_choice.HALF_TENSOR_CORES: "read as it is into shared memory by the TMA, inside the kernel (no copy, "
+                                     "no cast): multiplied on the tensor cores (wgmma) into float32 accumulators",
     kernel_choice.CAST: "cast to float32 first (one astype of the whole operand, in MLX): "
                         "this kernel's copies move bytes into tiles the matrix units read as float32",
     "mx.matmul": "as MLX's matmul takes it",
@@ -264,7 +266,8 @@ def explain(
             "an empty product: the result is zeros, no kernel runs", {}, dtypes, {}, "exact", None)
     tuned = None
     if deterministic:
-        how = kernel_choice.deterministic(backend, precision, has_wgmma).reading(*types)
+        how = kernel_choice.for_operands(kernel_choice.deterministic(backend, precision, has_wgmma), backend, p,
+                                         types, deterministic=True)
         pad_k = pad_n = 0
         chosen_by = "deterministic mode: one kernel for every shape, K never split, no autotune lookup"
     else:
@@ -281,6 +284,12 @@ def explain(
             padded = plan(
                 (*a_shape[:-1], a_shape[-1] + pad_k), (*b_shape[:-2], b_shape[-2] + pad_k, b_shape[-1] + pad_n))
             chosen_by = "rule: " + kernel_choice.choose_with_rule(backend, precision, padded, has_wgmma)[1]
+            if how.spec.stage == "half_wgmma":
+                chosen_by = (f"rule: both operands {types[0]} on Hopper: multiplied as they are on the tensor "
+                             f"cores (chapter 8), a {how.spec.block_m}x{how.spec.block_n} block: "
+                             + ("C's rows fit in 64" if how.spec.block_m == 64 else "128 rows")
+                             + (", 256 columns: the tiles still fill the GPU" if how.spec.block_n == 256
+                                else ", 128 columns: more tiles for the GPU's SMs"))
             if how.k_splits > 1:
                 tiles = math.prod(padded.tiles(how.spec.block_m, how.spec.block_n)) * padded.batch
                 chosen_by += (f"; K split {how.k_splits} ways: {tiles} output tiles alone would leave "
@@ -309,6 +318,9 @@ def explain(
         if spec.reads_half_tiles(*spec.operand_types):
             contract = ("float32 accumulation: half simdgroup matrices (their products exact in float32) "
                         "into float32 accumulators, rounded once to the result dtype")
+    elif spec.stage == "half_wgmma":
+        contract = (f"float32 accumulation: {types[0]} products on the tensor cores (exact in float32), summed "
+                    f"in float32, rounded once to {types[0]} (precision= concerns float32 operands alone)")
     else:
         contract = _CONTRACTS[(precision, unit)]
     return Explanation(

@@ -176,7 +176,7 @@ def _forward(choose: Callable[[str, Plan], kernel_choice.Launch], backend: str, 
         # mx.matmul's dtype: float32 unless both are one half type
         dtype = _F32 if float32_out else mx.result_type(a, b)
         pad_k, pad_n, reads, run = _route(
-            choose, backend, a.shape, b.shape, a.dtype, b.dtype, pad, *_route_depends())
+            choose, backend, a.shape, b.shape, a.dtype, b.dtype, pad, float32_out, *_route_depends())
         # A half operand goes to a kernel that converts on load as it is, to the
         # others cast to float32 (reads: the element types the kernel reads).
         a, b = _as_dtype(a, reads[0], stream), _as_dtype(b, reads[1], stream)
@@ -234,7 +234,8 @@ def _differentiable(
 
 
 @functools.lru_cache(maxsize=4096)
-def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, a_dtype, b_dtype, pad: bool, *depends_on):
+def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, a_dtype, b_dtype, pad: bool, float32_out: bool,
+           *depends_on):
     """(pad_k, pad_n, reads, run): how ``forward`` computes one pair of operand
     shapes and dtypes, decided once; ``reads``: the dtypes the kernel reads a
     and b in (theirs, or float32 for an operand cast first).
@@ -244,7 +245,7 @@ def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, a_dtype, b_dtyp
     result takes effect at the next call.
     """
     pad_k, pad_n, a_shape, b_shape, how = route_plan(
-        choose, backend, a_shape, b_shape, pad, (dtype_name(a_dtype), dtype_name(b_dtype)))
+        choose, backend, a_shape, b_shape, pad, (dtype_name(a_dtype), dtype_name(b_dtype)), float32_out)
     reads = tuple(getattr(mx, t) for t in how.spec.operand_types)
     if kernel_choice.is_emulated(how):
         emulated = kernel_choice.emulation_op(how)
@@ -253,17 +254,24 @@ def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, a_dtype, b_dtyp
 
 
 def route_plan(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool,
-               operand_types: tuple[str, str] = specs.FLOAT32_OPERANDS):
+               operand_types: tuple[str, str] = specs.FLOAT32_OPERANDS, float32_out: bool = False):
     """(pad_k, pad_n, padded a_shape, padded b_shape, launch): what ``forward``
     runs for one pair of operand shapes and element types (dtype names), before
-    anything is built (``mlx_sgemm.explain`` shows it). The launch's kernel is
-    its instance for those element types where it converts on load
-    (:meth:`kernel_choice.Launch.reading`)."""
-    pad_k, pad_n = kernel_choice.padding(backend, plan(a_shape, b_shape)) if pad else (0, 0)
+    anything is built (``mlx_sgemm.explain`` shows it). The launch is
+    :func:`kernel_choice.for_operands`' for those element types: half_wgmma for
+    one half type where matmul's choice is a Hopper tensor-core kernel, else the
+    chosen kernel's instance that reads them as they are where it can. Rows are
+    padded to 16-byte alignment in halves for a pair of one half type (also
+    aligned, if more than needed, should they be cast to float32)."""
+    halves = operand_types[0] == operand_types[1] != "float32"
+    p = plan(a_shape, b_shape)
+    pad_k, pad_n = kernel_choice.padding(backend, p, 2 if halves else 4) if pad else (0, 0)
     if pad_k or pad_n:
         a_shape = (*a_shape[:-1], a_shape[-1] + pad_k)
         b_shape = (*b_shape[:-2], b_shape[-2] + pad_k, b_shape[-1] + pad_n)
-    how = choose(backend, plan(a_shape, b_shape)).reading(*operand_types)
+        p = plan(a_shape, b_shape)
+    how = kernel_choice.for_operands(choose(backend, p), backend, p, operand_types, float32_out,
+                                     getattr(choose, "deterministic", False))
     return pad_k, pad_n, a_shape, b_shape, how
 
 
@@ -343,7 +351,7 @@ def _compiled(choose, backend: str, stream, pad: bool, float32_out: bool, a_shap
     product = _differentiable(choose, backend, stream, pad, float32_out)
     if p.empty:
         return product
-    _route(choose, backend, a_shape, b_shape, *dtypes, pad, *_route_depends())  # launch errors here, too
+    _route(choose, backend, a_shape, b_shape, *dtypes, pad, float32_out, *_route_depends())  # launch errors here, too
     plain = _forward(choose, backend, stream, pad, float32_out)
     recording = [True]
     compiled = mx.compile(lambda a, b: (plain if recording[0] else product)(a, b))

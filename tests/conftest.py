@@ -68,7 +68,8 @@ def _fake_gpu(monkeypatch, backend: str):
     custom functions and transforms run for real, without a GPU); yields the
     list of FakeLaunch the Python made (a replayed compiled call makes none).
     Like a kernel, a launch takes operands of its spec's element types (a
-    launch handed others fails) and returns their product in float32. The
+    launch handed others fails) and returns their product in float32, or
+    rounded once to the spec's output type. The
     fused gemm's store (c_in, scalars) is computed as the Metal kernel's
     epilogue is written: alpha * product, plus beta * c_in only where beta != 0."""
     monkeypatch.setattr(device, "backend", lambda stream=None: backend)
@@ -87,7 +88,9 @@ def _fake_gpu(monkeypatch, backend: str):
                 alpha, beta = extra["scalars"][0], extra["scalars"][1]
                 c_in = mx.broadcast_to(extra["c_in"], c.shape)
                 c = mx.where(beta != 0, alpha * c + beta * c_in, alpha * c)
-            return c
+            # Rounded once to the kernel's output type (half_wgmma's, or a
+            # small-M kernel's rounding instance), or the summed K splits'.
+            return c.astype(getattr(mx, spec.sum_to if k_splits > 1 and spec.sum_to else spec.output_type))
         return run
 
     def emulation_op(launch):

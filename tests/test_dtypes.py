@@ -113,8 +113,9 @@ def test_which_metal_kernels_keep_half_tiles():
 
 
 def reads_as_they_are(spec, dtypes) -> bool:
-    """Whether ``spec`` (an instance) is handed operands of these dtypes as they are."""
-    return spec.converts_on_load or spec.reads_half_tiles(*map(name, dtypes))
+    """Whether ``spec`` (an instance) is handed operands of these dtypes as they
+    are: converted on load, in half tiles (Metal) or on half tensor cores (half_wgmma)."""
+    return spec.converts_on_load or spec.multiplies_halves
 
 
 @pytest.mark.parametrize("backend", ["cuda", "metal"])
@@ -135,16 +136,17 @@ def test_half_operands_reach_the_kernels_that_convert_on_load_as_they_are(reques
     assert launches
     for launch in launches:
         assert launch.dtypes == (dtypes if reads_as_they_are(launch.spec, dtypes) else (F32, F32)), launch.spec.stage
-    if op_name == "matmul":  # small_m for the few rows; for the others a kernel that casts, but
-        # on Metal tile_async keeps a pair of one half type as it is
+    if op_name == "matmul":  # small_m for the few rows; for the others a kernel that casts, but a pair
+        # of one half type stays as it is (Metal: tile_async's half tiles; CUDA: half_wgmma)
         as_is = {reads_as_they_are(launch.spec, dtypes) for launch in launches}
-        assert as_is == ({True} if backend == "metal" and dtypes[0] == dtypes[1] else {True, False})
+        assert as_is == ({True} if dtypes[0] == dtypes[1] else {True, False})
 
 
 @pytest.mark.parametrize("dtypes", [(F16, F16), (BF16, F32)], ids=str)
 def test_no_cast_of_an_operand_where_the_kernel_converts(fake_cuda, monkeypatch, dtypes):
-    """The ops make no astype of an operand for a kernel that converts on load:
-    the only cast is the product's, float32 to the result dtype."""
+    """The ops make no astype of an operand for a kernel that converts on load,
+    nor of the product where the kernel rounds it (the small-M kernels on a pair
+    of one half type)."""
     from mlx_sgemm import ops
 
     casts = []
@@ -158,7 +160,10 @@ def test_no_cast_of_an_operand_where_the_kernel_converts(fake_cuda, monkeypatch,
     a, b = operands((4, 64), (64, 96), *dtypes)
     mlx_sgemm.matmul(a, b)
     assert fake_cuda[-1].spec.stage == "small_m"
-    assert [(x, t) for x, t in casts if x != t] == ([(F32, PAIRS[dtypes])] if PAIRS[dtypes] != F32 else [])
+    # No cast at all: a float32 result as the kernel writes it, a half one
+    # rounded by the kernel itself (its instance for the pair, rounding_to).
+    assert [(x, t) for x, t in casts if x != t] == []
+    assert fake_cuda[-1].spec.output_type == name(PAIRS[dtypes])
     casts.clear()
     mlx_sgemm.tile_async(a, b)  # casts its half operands
     assert {(x, t) for x, t in casts if x != t and t == F32} == {(d, F32) for d in dtypes if d != F32}
@@ -173,15 +178,21 @@ def test_explain_says_which_operands_are_converted_on_load_and_which_cast(dtypes
     assert small.conversions == expected
     cast = {n: kernel_choice.AS_IS if d == F32 else kernel_choice.CAST for n, d in zip("ab", dtypes)}
     large = mlx_sgemm.explain((1024, 4096), (4096, 2048), backend="cuda", dtype=tuple(map(name, dtypes)))
-    assert large.kernel == "tile_wgmma"
-    assert large.conversions == cast
-    # With every side 2048 or more the float16 split, which splits float32 operands: half ones are cast first.
+    # With every side 2048 or more the float16 split, which splits float32 operands.
     split = mlx_sgemm.explain((4096, 4096), (4096, 4096), backend="cuda", dtype=tuple(map(name, dtypes)))
-    assert split.kernel == "fp16_emulated"
-    assert split.conversions == cast
-    text = str(small) + str(large)
-    for d in {name(d) for d in dtypes if d != F32}:
-        assert f"{d}: converted to float32 on load" in text and f"{d}: cast to float32" in text
+    if dtypes[0] == dtypes[1]:  # one half type: on the tensor cores as it is, whatever the size
+        for e in (large, split):
+            assert e.kernel == "half_wgmma"
+            assert e.conversions == dict.fromkeys("ab", kernel_choice.HALF_TENSOR_CORES)
+            assert "rounded once to" in e.contract and "both operands" in e.chosen_by
+        text = str(small) + str(large)
+        assert f"{name(dtypes[0])}: read as it is into shared memory by the TMA" in text
+    else:  # a mixed pair: the float32 kernels, the half operand cast first
+        assert large.kernel == "tile_wgmma" and split.kernel == "fp16_emulated"
+        assert large.conversions == split.conversions == cast
+        text = str(small) + str(large)
+        for d in {name(d) for d in dtypes if d != F32}:
+            assert f"{d}: converted to float32 on load" in text and f"{d}: cast to float32" in text
     assert small.recorded is None  # the recorded runs are float32's
 
 

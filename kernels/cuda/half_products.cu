@@ -100,8 +100,8 @@ const int a_offset = (warpgroup - 1) * 64 * sgemm::RESIDUE_K_TILE;  // this warp
 auto issue = [&](float (&d)[ACC], const int8_t* a, const int8_t* b, bool accumulate) {
 #pragma unroll
   for (int ks = 0; ks < K_STEPS; ++ks)
-    sgemm::wgmma_f16_ss<BN>(d, sgemm::wgmma_descriptor<sgemm::ResidueTile>(a + 32 * ks),
-                            sgemm::wgmma_descriptor<sgemm::ResidueTile>(b + 32 * ks), accumulate || ks > 0);
+    sgemm::wgmma_half_ss<__half, BN>(d, sgemm::wgmma_descriptor<sgemm::ResidueTile>(a + 32 * ks),
+                                     sgemm::wgmma_descriptor<sgemm::ResidueTile>(b + 32 * ks), accumulate || ks > 0);
 };
 int first = 0;  // the ring's step of the tile's first k-tile
 for (int tile = blockIdx.x, count = 0; tile < tiles; tile += gridDim.x, first += k_tiles, ++count) {

@@ -108,7 +108,7 @@ extern __shared__ float4 smem_float4[];
 float* const smem = reinterpret_cast<float*>(smem_float4);  // the slots
 char* const ring = reinterpret_cast<char*>(smem_float4);
 
-const sgemm::Tile<TA, TB> t = sgemm::locate_tile(
+const auto t = sgemm::locate_tile(  // C: float32, or the operands' half type
     BLOCK_M, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
 
 // The grid, thread count and shared memory come from the spec; one that

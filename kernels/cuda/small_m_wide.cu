@@ -55,7 +55,7 @@ using VB = sgemm::Operand<TB>::Vec4;
 // The warps' partial sums (row-major), or the block's results (column-major).
 __shared__ float4 sums[WARPS][BLOCK_M][BN / 4];
 
-const sgemm::Tile<TA, TB> t = sgemm::locate_tile(
+const auto t = sgemm::locate_tile(  // C: float32, or the operands' half type
     BLOCK_M, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
 
 // The grid and thread count come from the spec; one that disagrees with this

@@ -10,7 +10,7 @@ import functools
 
 import mlx.core as mx
 
-from ..dispatch.problem import TENSOR_MAPS, Plan, plan
+from ..dispatch.problem import BLOCKS_PER_MATRIX, TENSOR_MAPS, Plan, plan
 from . import registry, specs, tensormap
 
 _poison = False
@@ -70,27 +70,49 @@ def launch_arguments(spec: specs.KernelSpec, p: Plan, k_splits: int = 1) -> tupl
     """``params`` (as a list) and the kernel object's shape arguments (outputs,
     grid, threadgroup, template) for one (kernel, problem, split)."""
     output_shapes = [p.kernel_out_shape(k_splits)]
-    params = p.params(spec.block_m, spec.block_n, k_splits)
-    grid = p.grid(spec.block_m, spec.block_n, spec.threadgroup, k_splits)
+    params = p.params(spec.block_m, spec.block_n, k_splits, spec.k_tile)
+    if spec.persistent:
+        per_matrix = blocks_per_matrix(spec, p, k_splits)
+        grid = (k_splits * p.batch * per_matrix * spec.threadgroup[0], 1, 1)
+    else:
+        grid = p.grid(spec.block_m, spec.block_n, spec.threadgroup, k_splits)
     if spec.tensor_maps:
         # A's and B's maps for the TMA, and a slot for each block's copies of
         # them, from the first 128-byte boundary of the output (tile_wgmma.cu) on.
-        assert len(params) <= TENSOR_MAPS, "the batch shape runs into the tensor maps"
-        # B's is of its rows in 32-column panels, B^T's (for a B that is a
-        # transposed view, x @ W.T: W's rows) of whole k-tiles of BN rows.
-        a_map = tensormap.swizzled_rows(p.M, p.K, spec.block_m)
-        b_map = tensormap.swizzled_rows(p.K, p.N, dict(spec.template)["BK"])
-        bt_map = tensormap.swizzled_rows(p.N, p.K, spec.block_n)
-        params += [0] * (TENSOR_MAPS - len(params)) + list(a_map) + list(b_map) + list(bt_map)
+        assert len(params) <= BLOCKS_PER_MATRIX, "the batch shape runs into the tensor maps"
+        # Of A's rows (M x K) in k-tiles of block_m rows; of B's rows (K x N)
+        # in boxes of a k-tile's rows; of B^T's (a B that is a transposed view,
+        # x @ W.T: W's rows) in k-tiles of block_n rows; of A^T's (a transposed
+        # A) like B's. Each box is 128 bytes wide.
+        element, k_rows = spec.operand_types[0], spec.k_tile
+        maps = (tensormap.swizzled_rows(p.M, p.K, spec.block_m, element),
+                tensormap.swizzled_rows(p.K, p.N, k_rows, element),
+                tensormap.swizzled_rows(p.N, p.K, spec.block_n, element),
+                tensormap.swizzled_rows(p.K, p.M, k_rows, element))
+        params += [0] * (TENSOR_MAPS - len(params)) + [word for m in maps for word in m]
+        if spec.persistent:
+            params[BLOCKS_PER_MATRIX] = per_matrix
         output_shapes.append((2 * tensormap.WORDS * (grid[0] // spec.threadgroup[0]) + tensormap.WORDS,))
     shape_args = dict(
         output_shapes=output_shapes,
-        output_dtypes=[mx.float32] * len(output_shapes),
+        output_dtypes=[getattr(mx, spec.output_type)] + [mx.float32] * (len(output_shapes) - 1),
         grid=grid,
         threadgroup=spec.threadgroup,
         template=template_arguments(spec),
     )
     return params, shape_args
+
+
+# Blocks that fill an H100 / H200 (132 SMs), one persistent block each.
+PERSISTENT_BLOCKS = 132
+
+
+def blocks_per_matrix(spec: specs.KernelSpec, p: Plan, k_splits: int = 1) -> int:
+    """A persistent kernel's blocks for each of its output matrices (batch
+    entries x K splits): together about one an SM, at least one a matrix, at
+    most one a tile."""
+    tiles_m, tiles_n = p.tiles(spec.block_m, spec.block_n)
+    return min(tiles_m * tiles_n, max(1, PERSISTENT_BLOCKS // (k_splits * p.batch)))
 
 
 def template_arguments(spec: specs.KernelSpec) -> list | None:
@@ -132,11 +154,30 @@ def prepared(spec: specs.KernelSpec, a_shape: tuple, b_shape: tuple, k_splits: i
         c = kernel(  # c, and for a TMA kernel its blocks' tensor maps (not used after)
             inputs=inputs, **shape_args, init_value=float("nan") if _poison else None, stream=stream,
         )[0]
-        if k_splits > 1:
+        if k_splits > 1 and spec.sum_to:
+            c = split_sum(c, spec.sum_to, stream)
+        elif k_splits > 1:
             c = mx.sum(c, axis=0, stream=stream)
         return c.reshape(out_shape, stream=stream) if out_shape is not None else c
 
     return run
+
+
+def split_sum(partials: mx.array, dtype: str, stream=None) -> mx.array:
+    """The K splits' partial products (stacked on axis 0, float32) summed in
+    order and rounded once to ``dtype``, by one kernel (split_sum.cu)."""
+    splits, count = partials.shape[0], partials.size // partials.shape[0]
+    spec = specs.cuda_split_sum(dtype)
+    threads = spec.threadgroup[0]
+    blocks = max(1, min(-(-count // (4 * threads)), 4 * PERSISTENT_BLOCKS))
+    # The count as rows x columns, two int32 words: it may pass 2**31.
+    columns = partials.shape[-1]
+    params = _params_array((count // columns, columns, splits))
+    return registry.kernel(spec)(
+        inputs=[partials, params], output_shapes=[partials.shape[1:]], output_dtypes=[getattr(mx, dtype)],
+        grid=(blocks * threads, 1, 1), threadgroup=spec.threadgroup, template=template_arguments(spec),
+        init_value=float("nan") if _poison else None, stream=stream,
+    )[0]
 
 
 def as_kernel_output(c: mx.array, p: Plan, stream=None) -> mx.array:

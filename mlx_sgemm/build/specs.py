@@ -47,6 +47,10 @@ from dataclasses import dataclass
 from . import sources
 
 INPUT_NAMES = ("a", "b", "params")
+# The CUDA kernels that can write C in their operands' half type themselves
+# (KernelSpec.rounding_to): the small-M kernels, whose products are too short
+# for a separate rounding pass to hide.
+ROUNDS_IN_KERNEL = ("small_m", "small_m_wide")
 OUTPUT_NAMES = ("c",)
 BACKENDS = ("metal", "cuda")
 # The element types an operand may have, by MLX's dtype names.
@@ -62,7 +66,7 @@ class KernelSpec:
     threadgroup: tuple[int, int, int]
     block_m: int  # output rows per threadgroup
     block_n: int  # output columns per threadgroup
-    template: tuple[tuple[str, int | bool], ...] = ()
+    template: tuple[tuple[str, int | bool | str], ...] = ()  # a str: a dtype (a template type)
     shared_memory: int = 0  # dynamic shared memory in bytes (CUDA only)
     # CUDA only: blocks that must fit on one SM at once. Caps registers per thread
     # through __launch_bounds__ (see kernels/cuda/sgemm/params.cuh); 0 leaves them free.
@@ -95,8 +99,18 @@ class KernelSpec:
     # float32 accumulators (see the module docstring).
     half_tiles: bool = False
     # The element types of a and b this instance reads (ELEMENT_TYPES; float32
-    # unless converts_on_load or half_tiles): see reading().
+    # unless converts_on_load or half_tiles, or a half_wgmma instance's): see reading().
     operand_types: tuple[str, str] = FLOAT32_OPERANDS
+    # CUDA: a persistent kernel's grid has a block an SM or so for each output
+    # matrix (params[P_BLOCKS_PER_MATRIX] of them), each walking that matrix's
+    # tiles; otherwise a block a tile (Plan.grid).
+    persistent: bool = False
+    # With K split: the dtype the partial products are summed into, rounded
+    # once, by one kernel (split_sum.cu); None: summed by mx.sum in float32.
+    sum_to: str | None = None
+    # The k-tile: a K split's length is a multiple of it (the TMA copies whole
+    # k-tiles from the split's start, which must not reach into the next split).
+    k_tile: int = 32
 
     @property
     def name(self) -> str:
@@ -139,12 +153,34 @@ class KernelSpec:
         ``TB`` (dtype names). On Metal the element type is the pointers' type in
         MLX's signature, so it needs no template argument."""
         if self.backend == "cuda" and self.converts_on_load:
-            return (*self.template, ("TA", self.operand_types[0]), ("TB", self.operand_types[1]))
+            # An instance that rounds C to a half type says so in its name too.
+            rounds = (("TC", self.output_type),) if self.output_type != "float32" else ()
+            return (*self.template, ("TA", self.operand_types[0]), ("TB", self.operand_types[1]), *rounds)
         return self.template
 
     @property
     def output_names(self) -> tuple[str, ...]:
         return self.outputs
+
+    def rounding_to(self, output: str) -> KernelSpec:
+        """This CUDA small-M kernel's instance that writes C as ``output`` (its
+        operands' half type), each result rounded once, instead of float32
+        (ROUNDS_IN_KERNEL)."""
+        if self.stage not in ROUNDS_IN_KERNEL or output not in self.operand_types:
+            raise ValueError(f"{self.stage} reading {self.operand_types} cannot write {output}")
+        return dataclasses.replace(self, output_dtypes=(output,))
+
+    @property
+    def multiplies_halves(self) -> bool:
+        """Whether the matrix units multiply this instance's operands in their
+        own half type (Metal's half tiles, CUDA's half_wgmma)."""
+        return self.reads_half_tiles(*self.operand_types) or self.source_file == "half_wgmma.cu"
+
+    @property
+    def output_type(self) -> str:
+        """The dtype of the kernel's output ``c``: float32, but for a half_wgmma
+        instance that rounds to its operands' type."""
+        return self.output_dtypes[0] if self.output_dtypes else "float32"
 
     @property
     def tensor_maps(self) -> bool:
@@ -306,6 +342,51 @@ def cuda_wgmma(
         outputs=("c", "maps") if TMA else OUTPUT_NAMES,
         defines=(("SGEMM_TENSOR_MAPS", 1),) if TMA else (),
     )
+
+
+def cuda_half_wgmma(element: str = "bfloat16", output: str | None = None, *, BM: int = 128, BN: int = 256,
+                    STAGES: int | None = None, GROUP_M: int = 8) -> KernelSpec:
+    """Chapter 8 on Hopper (kernels/cuda/half_wgmma.cu): operands of one half
+    type ``element`` ("float16" or "bfloat16") multiplied on wgmma as they are,
+    float32 accumulators, C rounded once to ``output`` (default: ``element``;
+    "float32" for split-K's partial sums and gemm). BM x BN blocks (BM 64 or
+    128, BN 128 or 256) of a producer and two consumer warpgroups, STAGES
+    k-tiles of 64 in flight (default: as many as fit in 227 KB, at most 8), a
+    block an SM walking its matrix's tiles."""
+    if element not in ("float16", "bfloat16"):
+        raise ValueError(f"element must be float16 or bfloat16, got {element!r}")
+    output = element if output is None else output
+    if output not in (element, "float32"):
+        raise ValueError(f"output must be {element!r} or 'float32', got {output!r}")
+    stage_bytes = (BM + BN) * HALF_K_TILE * 2
+    if STAGES is None:
+        STAGES = min(8, (227 * 1024 - 2048) // stage_bytes)
+    return KernelSpec(
+        "half_wgmma", "cuda", "half_wgmma.cu", (384, 1, 1), BM, BN,
+        (("BM", BM), ("BN", BN), ("STAGES", STAGES), ("GROUP_M", GROUP_M),
+         ("TA", element), ("TB", element), ("TC", output)),
+        shared_memory=STAGES * stage_bytes + 1024,  # + room to align the ring to 1 KB
+        min_blocks=1,  # the register cap setmaxnreg redistributes (sgemm::BulkRing)
+        outputs=("c", "maps"),
+        output_dtypes=(output, "float32"),
+        operand_types=(element, element),
+        persistent=True,
+        k_tile=HALF_K_TILE,
+    )
+
+
+def cuda_split_sum(output: str) -> KernelSpec:
+    """The K splits' partial products summed in order and rounded once to
+    ``output`` (kernels/cuda/split_sum.cu): 256 threads, 4 outputs each."""
+    return KernelSpec(
+        "split_sum", "cuda", "split_sum.cu", (256, 1, 1), 1, 1024, (("TC", output),),
+        inputs=("partials", "params"), outputs=("c",),
+        input_dtypes=("float32", "int32"), output_dtypes=(output,),
+    )
+
+
+# half_wgmma's k-tile: 64 halves, one 128-byte swizzle row (sgemm::HALF_K_TILE).
+HALF_K_TILE = 64
 
 
 def cuda_small_m(BN: int = 32, WARPS: int = 8, STAGES: int = 4) -> KernelSpec:
@@ -625,3 +706,16 @@ def element_type_instances(backend: str) -> list[KernelSpec]:
     return [spec.reading(a, b) for spec in _SPECS[backend]
             for a in ELEMENT_TYPES for b in ELEMENT_TYPES
             if (a, b) != FLOAT32_OPERANDS and (spec.converts_on_load or spec.reads_half_tiles(a, b))]
+
+
+def half_wgmma_specs() -> list[KernelSpec]:
+    """Every half_wgmma instance matmul may run (kernel_choice.half_launch): its
+    block shapes, for both half types, rounding to the type or writing float32,
+    and the pass that sums its K splits."""
+    return [cuda_half_wgmma(element, output, BM=bm, BN=bn)
+            for element in ("float16", "bfloat16") for output in (element, "float32")
+            for bm, bn in HALF_WGMMA_BLOCKS] + [cuda_split_sum(t) for t in ("float16", "bfloat16")]
+
+
+# half_wgmma's block shapes, largest first (kernel_choice.half_launch picks one).
+HALF_WGMMA_BLOCKS = ((128, 256), (128, 128), (64, 256), (64, 128))

@@ -16,13 +16,16 @@ import functools
 import struct
 
 # CUtensorMapDataType, ...Interleave, ...Swizzle, ...L2promotion, ...FloatOOBfill (cuda.h).
-_FLOAT32, _INTERLEAVE_NONE, _SWIZZLE_128B, _L2_PROMOTION_256B, _FILL_ZEROS = 7, 0, 3, 3, 0
+_FLOAT16, _FLOAT32, _INTERLEAVE_NONE, _SWIZZLE_128B, _L2_PROMOTION_256B, _FILL_ZEROS = 6, 7, 0, 3, 3, 0
+# What the map says of an element, by dtype name: its code and size. The TMA
+# moves bits, so bfloat16's map is float16's (the same 2 bytes, zeros the same).
+_ELEMENTS = {"float32": (_FLOAT32, 4), "float16": (_FLOAT16, 2), "bfloat16": (_FLOAT16, 2)}
+SWIZZLE_BYTES = 128  # a box's row: the 128-byte swizzle's
 # Any 16-byte aligned value but 0 (a map of zeros means "none" to the kernel):
 # each block writes its operand's address over it.
 _STAND_IN_ADDRESS = 1 << 20
 WORDS = 32  # int32 words of a tensor map
 NONE = (0,) * WORDS  # what the kernel reads as "no map: copy without the TMA"
-BOX_COLUMNS = 32  # 128 bytes of float32: the 128-byte swizzle's row
 
 
 @functools.cache
@@ -45,23 +48,27 @@ def available() -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def swizzled_rows(rows: int, cols: int, box_rows: int) -> tuple[int, ...]:
-    """The map (32 int32 words) of a row-major ``rows x cols`` float32 matrix
-    whose rows are ``cols`` apart, copied in boxes of ``box_rows`` rows x 32
-    columns into the 128-byte swizzled layout wgmma reads (sgemm::SwizzledTile),
-    zeros outside the matrix. :data:`NONE` where the TMA cannot take it (rows
-    not 16-byte aligned) or there is no driver to ask."""
+def swizzled_rows(rows: int, cols: int, box_rows: int, dtype: str = "float32") -> tuple[int, ...]:
+    """The map (32 int32 words) of a row-major ``rows x cols`` matrix of
+    ``dtype`` elements whose rows are ``cols`` apart, copied in boxes of
+    ``box_rows`` rows x 128 bytes (32 float32s, 64 halves) into the 128-byte
+    swizzled layout wgmma reads (sgemm::SwizzledTile, sgemm::HalfKTile), zeros
+    outside the matrix. :data:`NONE` where the TMA cannot take it (rows not
+    16-byte aligned) or there is no driver to ask."""
+    code, size = _ELEMENTS[dtype]
     encode = _encode_tiled()
-    if encode is None or cols % 4 or not 1 <= box_rows <= 256:
+    if encode is None or cols * size % 16 or not 1 <= box_rows <= 256:
         return NONE
     buffer = ctypes.create_string_buffer(128 + 64)
     address = -(-ctypes.addressof(buffer) // 64) * 64  # a CUtensorMap is 64-byte aligned
+    box_columns = SWIZZLE_BYTES // size
     status = encode(
-        address, _FLOAT32, 2, ctypes.c_void_p(_STAND_IN_ADDRESS),
-        (ctypes.c_uint64 * 2)(cols, rows), (ctypes.c_uint64 * 1)(cols * 4),
-        (ctypes.c_uint32 * 2)(BOX_COLUMNS, box_rows), (ctypes.c_uint32 * 2)(1, 1),
+        address, code, 2, ctypes.c_void_p(_STAND_IN_ADDRESS),
+        (ctypes.c_uint64 * 2)(cols, rows), (ctypes.c_uint64 * 1)(cols * size),
+        (ctypes.c_uint32 * 2)(box_columns, box_rows), (ctypes.c_uint32 * 2)(1, 1),
         _INTERLEAVE_NONE, _SWIZZLE_128B, _L2_PROMOTION_256B, _FILL_ZEROS,
     )
     if status != 0:
-        raise RuntimeError(f"cuTensorMapEncodeTiled failed (CUresult {status}) for {rows}x{cols}, box {box_rows}x32")
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed (CUresult {status}) for {rows}x{cols} {dtype}, "
+                           f"box {box_rows}x{box_columns}")
     return struct.unpack(f"<{WORDS}i", ctypes.string_at(address, 128))

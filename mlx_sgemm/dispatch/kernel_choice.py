@@ -196,9 +196,10 @@ def k_splits(backend: str, spec: specs.KernelSpec, p: Plan) -> int:
 MIN_PADDED = 512
 
 
-def padding(backend: str, p: Plan) -> tuple[int, int]:
+def padding(backend: str, p: Plan, element_bytes: int = 4) -> tuple[int, int]:
     """How many zero columns of A / rows of B (K) and columns of B (N) to add so
-    that every row of the operands starts 16 bytes aligned, or (0, 0).
+    that every row of the operands starts 16 bytes aligned, or (0, 0)
+    (``element_bytes``: 4 for float32 operands, 2 for halves as half_wgmma reads them).
 
     The CUDA kernels copy operands with 16-byte cp.async where rows are 16-byte
     aligned, and 4 bytes at a time otherwise: 4095x4097x4093 ran at 0.43x
@@ -207,7 +208,8 @@ def padding(backend: str, p: Plan) -> tuple[int, int]:
     """
     if backend != device.CUDA or min(p.M, p.N) < MIN_PADDED:
         return 0, 0
-    return -p.K % 4, -p.N % 4
+    per_row = 16 // element_bytes
+    return -p.K % per_row, -p.N % per_row
 
 
 def check_precision(precision: str) -> None:
@@ -326,16 +328,19 @@ class Launch:
 # How an operand reaches a kernel (operand_conversions): float32 as it is; a
 # half the kernel reads itself, converting each element as it loads it; a half
 # kept as it is in half tiles, multiplied on half simdgroup matrices into
-# float32 accumulators (Metal, both operands of one half type); or a half cast
-# to float32 first, by one astype of the whole operand in MLX.
+# float32 accumulators (Metal, both operands of one half type); a half copied
+# as it is into shared memory and multiplied on the tensor cores (half_wgmma);
+# or a half cast to float32 first, by one astype of the whole operand in MLX.
 AS_IS, CONVERTED_ON_LOAD, HALF_TILES, CAST = "as is", "converted on load", "half tiles", "cast"
+HALF_TENSOR_CORES = "half tensor cores"
 
 
 def operand_conversions(spec: specs.KernelSpec, a_type: str, b_type: str) -> dict[str, str]:
     """For operands ``a`` and ``b`` of element types ``a_type`` and ``b_type``
     (dtype names), how each reaches ``spec`` (an instance from
-    :meth:`Launch.reading`): AS_IS, CONVERTED_ON_LOAD, HALF_TILES or CAST."""
-    read_as_is = HALF_TILES if spec.reads_half_tiles(*spec.operand_types) else CONVERTED_ON_LOAD
+    :func:`for_operands`): AS_IS, CONVERTED_ON_LOAD, HALF_TILES, HALF_TENSOR_CORES or CAST."""
+    read_as_is = (HALF_TENSOR_CORES if spec.source_file == "half_wgmma.cu"
+                  else HALF_TILES if spec.reads_half_tiles(*spec.operand_types) else CONVERTED_ON_LOAD)
     return {
         name: AS_IS if given == "float32" else read_as_is if read == given else CAST
         for name, given, read in zip("ab", (a_type, b_type), spec.operand_types)
@@ -453,8 +458,82 @@ def _deterministic(backend: str, precision: str, wgmma: bool) -> Launch:
 @functools.cache
 def deterministic_chooser(precision: str):
     """choose(backend, plan) -> Launch for ``matmul(..., deterministic=True)``:
-    :func:`deterministic`, whatever the plan."""
-    return lambda backend, _p: deterministic(backend, precision)
+    :func:`deterministic`, whatever the plan. (Marked ``deterministic``, which
+    :func:`for_operands` honours for half operands.)"""
+    choose = lambda backend, _p: deterministic(backend, precision)  # noqa: E731
+    choose.deterministic = True
+    return choose
+
+
+# Chapter 8: operands of one half type on Hopper. Where matmul's choice for
+# float32 is one of the Hopper tensor-core kernels (the wgmma pipeline, the
+# emulations), operands that are both float16 or both bfloat16 are multiplied
+# as they are by half_wgmma instead: every float32 device of those kernels (the
+# 3xTF32 split, the float16 split's scaling) exists to get float32 accuracy
+# from the tensor cores, which halves have already. The small-M kernels (M <=
+# 8, bound by reading B) keep converting halves on load, and round C to the
+# half type themselves.
+_HOPPER_TENSOR_CORE_SOURCES = ("tile_wgmma.cu", "half_products.cu", "int8_products.cu")
+
+
+def for_operands(launch: Launch, backend: str, p: Plan, operand_types: tuple[str, str],
+                 float32_out: bool = False, deterministic: bool = False) -> Launch:
+    """``launch`` (matmul's choice for ``p``) for operands of element types
+    ``operand_types``: half_wgmma (:func:`half_launch`) for one half type where
+    the choice is a Hopper tensor-core kernel, else :meth:`Launch.reading`.
+    ``float32_out``: the product as float32, not rounded to the half type
+    (gemm); ``deterministic``: ``matmul(..., deterministic=True)``'s launch."""
+    a_type, b_type = operand_types
+    one_half_type = backend == device.CUDA and a_type == b_type != "float32"
+    if one_half_type and launch.spec.source_file in _HOPPER_TENSOR_CORE_SOURCES:
+        return half_launch(p, a_type, float32_out, deterministic)
+    reading = launch.reading(a_type, b_type)
+    if one_half_type and launch.spec.stage in specs.ROUNDS_IN_KERNEL and launch.k_splits == 1 and not float32_out:
+        # The small-M kernels round C themselves: no second kernel to cast it.
+        return Launch(reading.spec.rounding_to(a_type), 1)
+    return reading
+
+
+def half_launch(p: Plan, element: str, float32_out: bool = False, deterministic: bool = False) -> Launch:
+    """half_wgmma's launch for ``p`` with operands of half type ``element``:
+    the block (:func:`half_block`), K split where the tiles leave most SMs idle
+    (the partial sums then float32, summed and rounded by one more kernel), C rounded to
+    ``element`` in the kernel unless ``float32_out`` or split. Deterministic:
+    one block shape, K never split."""
+    if deterministic:
+        bm, bn, splits = (*specs.HALF_WGMMA_BLOCKS[0], 1)
+    else:
+        bm, bn = half_block(p)
+        splits = half_k_splits(p, bm, bn)
+    output = "float32" if float32_out or splits > 1 else element
+    return Launch(_half_spec(element, output, bm, bn, None if float32_out or splits == 1 else element), splits)
+
+
+@functools.cache
+def _half_spec(element: str, output: str, bm: int, bn: int, sum_to: str | None = None) -> specs.KernelSpec:
+    spec = specs.cuda_half_wgmma(element, output, BM=bm, BN=bn)
+    return dataclasses.replace(spec, sum_to=sum_to) if sum_to else spec
+
+
+def half_block(p: Plan) -> tuple[int, int]:
+    """half_wgmma's block for ``p``: 64 rows where C has no more, else 128;
+    256 columns where that still gives every SM a tile, else 128."""
+    bm = 64 if p.M <= 64 else 128
+    tiles_m, tiles_n = p.tiles(bm, 256)
+    return bm, 256 if tiles_m * tiles_n * p.batch >= HOPPER_SMS else 128
+
+
+def half_k_splits(p: Plan, bm: int, bn: int) -> int:
+    """K splits for half_wgmma: where the output's tiles fill less than half the
+    SMs and K is long, as many as fill them (each split at least MIN_SPLIT_K)."""
+    tiles_m, tiles_n = p.tiles(bm, bn)
+    tiles = tiles_m * tiles_n * p.batch
+    if 2 * tiles >= HOPPER_SMS:
+        return 1
+    wanted = min(HOPPER_SMS // tiles, p.K // MIN_SPLIT_K)
+    if wanted <= 1:
+        return 1
+    return -(-p.K // p.k_split_length(wanted, specs.HALF_K_TILE))
 
 
 @functools.cache

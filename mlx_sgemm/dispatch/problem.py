@@ -40,6 +40,9 @@ MIN_PARAMS = 8
 # mlx_sgemm/build/tensormap.py) from here on in ``params`` (sgemm::P_TENSOR_MAPS in
 # kernels/cuda/sgemm/params.cuh): past the longest batch shape (MAX_KERNEL_NDIM - 2).
 TENSOR_MAPS = 16
+# A persistent kernel (half_wgmma) finds how many blocks share an output matrix
+# in the word before the maps (sgemm::P_BLOCKS_PER_MATRIX).
+BLOCKS_PER_MATRIX = TENSOR_MAPS - 1
 
 # A launch's grid is given in threads as a C int (and CUDA's x axis holds at most
 # 2**31 - 1 blocks): the bound on how many threadgroups one launch can address.
@@ -104,20 +107,22 @@ class Plan:
         splits = (k_splits,) if k_splits > 1 else ()
         return (*splits, *self.batch_shape, self.M, self.N)
 
-    def k_split_length(self, k_splits: int) -> int:
-        """How much of K each of ``k_splits`` splits takes: a multiple of 32, so
-        that every split starts 16-byte aligned and on a k-tile boundary."""
-        return -(-self.K // (32 * k_splits)) * 32 if k_splits > 1 else self.K
+    def k_split_length(self, k_splits: int, k_tile: int = 32) -> int:
+        """How much of K each of ``k_splits`` splits takes: a multiple of the
+        kernel's k-tile (32, or half_wgmma's 64), so that every split starts
+        16-byte aligned and on a k-tile boundary."""
+        return -(-self.K // (k_tile * k_splits)) * k_tile if k_splits > 1 else self.K
 
     def tiles(self, block_m: int, block_n: int) -> tuple[int, int]:
         return -(-self.M // block_m), -(-self.N // block_n)
 
-    def params(self, block_m: int, block_n: int, k_splits: int = 1) -> list[int]:
+    def params(self, block_m: int, block_n: int, k_splits: int = 1, k_tile: int = 32) -> list[int]:
         """The ``params`` input for a kernel whose threadgroups compute block_m x
-        block_n, with K split ``k_splits`` ways (split-K: each threadgroup then
-        takes one split's stretch of K and writes its own partial product)."""
+        block_n in k-tiles of ``k_tile``, with K split ``k_splits`` ways (split-K:
+        each threadgroup then takes one split's stretch of K and writes its own
+        partial product)."""
         values = [self.M, self.N, self.K, *self.tiles(block_m, block_n)]
-        values += [len(self.batch_shape), *self.batch_shape, self.k_split_length(k_splits)]
+        values += [len(self.batch_shape), *self.batch_shape, self.k_split_length(k_splits, k_tile)]
         return values + [0] * (MIN_PARAMS - len(values))
 
     def grid(self, block_m: int, block_n: int, threadgroup: tuple[int, int, int], k_splits: int = 1):

@@ -36,13 +36,17 @@ from .cuda_compilers import (
 
 REQUIRED = bool(os.environ.get("MLX_SGEMM_REQUIRE_CUDA_TOOLS"))
 # Every registered stage, the tile_wgmma variants matmul picks on Hopper, the
-# INT8 emulation's kernels, and tile_async and tile_simdgroup as built for GPUs
-# without Hopper's shared memory and setmaxnreg.
+# INT8 emulation's kernels, tile_async and tile_simdgroup as built for GPUs
+# without Hopper's shared memory and setmaxnreg, and chapter 8's: half_wgmma's
+# instances, split_sum, and the small-M kernels rounding C to a half type.
 CUDA_SPECS = specs.specs("cuda") + [
     spec for precision in kernel_choice.PRECISIONS for spec in kernel_choice.wgmma_variants(precision)
     if spec not in specs.specs("cuda")
 ] + specs.emulation_specs("cuda") + [
     kernel_choice.stage_spec(stage, "cuda", wgmma=False) for stage in ("tile_async", "tile_simdgroup")
+] + specs.half_wgmma_specs() + [
+    specs.spec(stage, "cuda").reading(t, t).rounding_to(t)
+    for stage in specs.ROUNDS_IN_KERNEL for t in ("float16", "bfloat16")
 ]
 
 

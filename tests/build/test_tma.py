@@ -1,11 +1,12 @@
 """The TMA kernel's host side, without a GPU: tensor maps in params, their
 slots in the outputs, and what a machine without the CUDA driver gets."""
 
+import mlx.core as mx
 import pytest
 
 from mlx_sgemm.build import launcher, specs, tensormap
 from mlx_sgemm.dispatch import kernel_choice
-from mlx_sgemm.dispatch.problem import TENSOR_MAPS, plan
+from mlx_sgemm.dispatch.problem import BLOCKS_PER_MATRIX, P_BATCH_SHAPE, TENSOR_MAPS, plan
 
 TMA = specs.cuda_wgmma("matmul_tf32_wgmma", SPLIT=False, BM=256, IN_FLIGHT=True, LOOKAHEAD=1, TMA=1)
 FAKE_MAP = tuple(range(1, tensormap.WORDS + 1))
@@ -32,22 +33,55 @@ def test_tf32_tall_products_take_the_tma_kernel():
 def test_params_carry_a_and_b_maps_after_the_batch_shape(monkeypatch):
     asked = []
 
-    def fake(rows, cols, box_rows):
-        asked.append((rows, cols, box_rows))
+    def fake(rows, cols, box_rows, dtype):
+        asked.append((rows, cols, box_rows, dtype))
         return FAKE_MAP
 
     monkeypatch.setattr(tensormap, "swizzled_rows", fake)
     p = plan((2, 3, 300, 1000), (1000, 260))
     params, args = launcher.launch_arguments(TMA, p, k_splits=2)
-    # A's box: the block's 256 rows; B's: a 32-row k-tile; B^T's: the block's 128 columns.
-    assert asked == [(300, 1000, 256), (1000, 260, 32), (260, 1000, 128)]
-    assert len(params) == TENSOR_MAPS + 3 * tensormap.WORDS
-    for i in range(3):
+    # A's box: the block's 256 rows; B's: a 32-row k-tile; B^T's: the block's
+    # 128 columns; A^T's (read by half_wgmma alone): a k-tile's rows.
+    assert asked == [(300, 1000, 256, "float32"), (1000, 260, 32, "float32"), (260, 1000, 128, "float32"),
+                     (1000, 300, 32, "float32")]
+    assert len(params) == TENSOR_MAPS + 4 * tensormap.WORDS
+    for i in range(4):
         assert tuple(params[TENSOR_MAPS + 32 * i:TENSOR_MAPS + 32 * (i + 1)]) == FAKE_MAP
     blocks = args["grid"][0] // 384
     assert blocks == 2 * 6 * 2 * 3  # splits x batch x tiles_m x tiles_n
     # 128 bytes of room to align the slots (a tensor map needs 64).
     assert args["output_shapes"] == [p.kernel_out_shape(2), (64 * blocks + 32,)]
+
+
+def test_half_wgmma_maps_its_operands_in_halves_and_walks_tiles_persistently(monkeypatch):
+    """half_wgmma: boxes 128 bytes (64 halves) wide, k-tiles of 64, the maps of
+    A^T and B for MN-major tiles; a grid of about a block an SM for each output
+    matrix, their count in params[BLOCKS_PER_MATRIX]; C in bfloat16."""
+    asked = []
+
+    def fake(rows, cols, box_rows, dtype):
+        asked.append((rows, cols, box_rows, dtype))
+        return FAKE_MAP
+
+    monkeypatch.setattr(tensormap, "swizzled_rows", fake)
+    spec = specs.cuda_half_wgmma("bfloat16", BM=128, BN=256)
+    p = plan((3, 1000, 4096), (4096, 3000))
+    params, args = launcher.launch_arguments(spec, p)
+    assert asked == [(1000, 4096, 128, "bfloat16"), (4096, 3000, 64, "bfloat16"), (3000, 4096, 256, "bfloat16"),
+                     (4096, 1000, 64, "bfloat16")]
+    per_matrix = 132 // 3  # 8 x 12 = 96 tiles a matrix, 44 blocks each
+    assert params[BLOCKS_PER_MATRIX] == per_matrix
+    assert args["grid"] == (3 * per_matrix * 384, 1, 1)
+    assert args["output_dtypes"][0] == mx.bfloat16
+    small = plan((64, 4096), (4096, 512))  # 1 x 2 tiles: a block each
+    assert launcher.launch_arguments(spec, small)[0][BLOCKS_PER_MATRIX] == 2
+
+
+def test_a_split_half_wgmma_splits_k_in_whole_k_tiles():
+    """Its splits start on its 64-element k-tiles (the TMA copies whole ones)."""
+    spec = specs.cuda_half_wgmma("float16", "float32", BM=64, BN=128)
+    params, _ = launcher.launch_arguments(spec, plan((32, 4100), (4100, 4096)), k_splits=4)
+    assert params[P_BATCH_SHAPE] == 1088  # ceil(4100 / 256) * 64
 
 
 def test_no_driver_no_maps(monkeypatch):

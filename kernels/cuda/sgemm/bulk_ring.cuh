@@ -48,11 +48,20 @@ struct BulkRing {
   // STAGES's stage, announces its STAGE_BYTES; returns the stage to copy into
   // (the copies count their bytes on landed(i)).
   __device__ int8_t* produce(int i) const {
-    const int s = i % STAGES;
-    if (i >= STAGES) mbarrier_wait(&empty[s], (i / STAGES + 1) % 2);
-    mbarrier_arrive_expect_bytes(&full[s], STAGE_BYTES);
-    return stages + s * STAGE_BYTES;
+    wait_free(i);
+    announce(i, STAGE_BYTES);
+    return stage(i);
   }
+  // produce() in two steps, for a producer that also writes part of a stage
+  // with plain stores (half_wgmma's operands the TMA cannot copy): every
+  // writer waits for the stage, writes, fences and meets the others; then one
+  // thread announces the bytes the TMA will add, which is the stage's one
+  // arrival (so the writes are published with it).
+  __device__ void wait_free(int i) const {
+    if (i >= STAGES) mbarrier_wait(&empty[i % STAGES], (i / STAGES + 1) % 2);
+  }
+  __device__ void announce(int i, uint32_t bytes) const { mbarrier_arrive_expect_bytes(&full[i % STAGES], bytes); }
+  __device__ int8_t* stage(int i) const { return stages + (i % STAGES) * STAGE_BYTES; }
   __device__ uint64_t* landed(int i) const { return &full[i % STAGES]; }
 
   // A consumer, step i: waits for its bytes; returns its stage.

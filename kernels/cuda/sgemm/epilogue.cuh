@@ -1,5 +1,6 @@
-// Storing a block's results to C: clipped 16-byte stores, the small-M kernels' sum of
-// their partial-sum slots, and the NaN tile that marks a launch the kernel disagrees with.
+// Storing a block's results to C: clipped 16-byte stores, pairs rounded to the
+// output's type, the small-M kernels' sum of their partial-sum slots, and the NaN
+// tile that marks a launch the kernel disagrees with.
 #ifndef MLX_SGEMM_EPILOGUE_CUH
 #define MLX_SGEMM_EPILOGUE_CUH
 
@@ -8,39 +9,72 @@
 
 namespace sgemm {
 
-// Store columns c..c+3 of row r of a row-major matrix, dropping what falls
-// outside it; one 16-byte store when whole and aligned.
+// Store columns c..c+3 of row r of a row-major matrix of TC (float32, or a
+// half type: each value rounded once), dropping what falls outside it; one
+// 16-byte (8-byte for halves) store when whole and aligned.
+template <typename TC>
 __device__ inline void store4_clipped(
-    float* p, int64_t ld, int r, int c, int rows, int cols, bool aligned, float4 v) {
+    TC* p, int64_t ld, int r, int c, int rows, int cols, bool aligned, float4 v) {
+  using E = Element<TC>;
   if (r >= rows) return;
-  float* dst = p + r * ld + c;
+  TC* dst = p + r * ld + c;
   if (aligned && c + 3 < cols) {
-    *reinterpret_cast<float4*>(dst) = v;
+    *reinterpret_cast<typename E::Vec4*>(dst) =
+        E::pack(E::from_float(v.x), E::from_float(v.y), E::from_float(v.z), E::from_float(v.w));
     return;
   }
-  if (c < cols) dst[0] = v.x;
-  if (c + 1 < cols) dst[1] = v.y;
-  if (c + 2 < cols) dst[2] = v.z;
-  if (c + 3 < cols) dst[3] = v.w;
+  if (c < cols) dst[0] = E::from_float(v.x);
+  if (c + 1 < cols) dst[1] = E::from_float(v.y);
+  if (c + 2 < cols) dst[2] = E::from_float(v.z);
+  if (c + 3 < cols) dst[3] = E::from_float(v.w);
+}
+
+// Store two neighbouring outputs of a row at p, rounded once to the output's
+// type: one store of the pair where `aligned` (p a multiple of the pair's
+// size) and the second lies inside the row (`second`), else one by one.
+__device__ inline void store_pair(float* p, float x, float y, bool aligned, bool second) {
+  if (aligned && second) {
+    *reinterpret_cast<float2*>(p) = make_float2(x, y);
+    return;
+  }
+  p[0] = x;
+  if (second) p[1] = y;
+}
+__device__ inline void store_pair(__half* p, float x, float y, bool aligned, bool second) {
+  if (aligned && second) {
+    *reinterpret_cast<__half2*>(p) = __floats2half2_rn(x, y);
+    return;
+  }
+  p[0] = __float2half_rn(x);
+  if (second) p[1] = __float2half_rn(y);
+}
+__device__ inline void store_pair(__nv_bfloat16* p, float x, float y, bool aligned, bool second) {
+  if (aligned && second) {
+    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
+    return;
+  }
+  p[0] = __float2bfloat16_rn(x);
+  if (second) p[1] = __float2bfloat16_rn(y);
 }
 
 // A small-M block launched with a grid, thread count or shared memory that its
 // template disagrees with would leave parts of C unwritten: it writes NaN over
 // its tile instead, which no check can miss.
-template <int BLOCK_M, int BN, typename TA, typename TB>
-__device__ inline void write_nan_tile(const Tile<TA, TB>& t) {
+template <int BLOCK_M, int BN, typename TA, typename TB, typename TC>
+__device__ inline void write_nan_tile(const Tile<TA, TB, TC>& t) {
   for (int i = threadIdx.x; i < BLOCK_M * BN; i += blockDim.x) {
     const int r = t.row0 + i / BN, col = t.col0 + i % BN;
-    if (r < t.M && col < t.N) t.C[r * t.ldc + col] = __int_as_float(0x7fc00000);
+    if (r < t.M && col < t.N) t.C[r * t.ldc + col] = Element<TC>::from_float(__int_as_float(0x7fc00000));
   }
 }
 
 // The small-M kernels' last step: `slots` partial sums of the block's C, each
 // BLOCK_M x BN floats row-major, one after another in shared memory, added in
-// order (the same order every run) and the block's first `rows` rows stored.
-template <int BLOCK_M, int BN, int THREADS, typename TA, typename TB>
-__device__ inline void store_slot_sums(const Tile<TA, TB>& t, const float* slots, int used, int rows) {
-  const bool c_aligned = t.ldc % 4 == 0 && is_16_byte_aligned(t.C);
+// order (the same order every run) and the block's first `rows` rows stored
+// (rounded once to C's type).
+template <int BLOCK_M, int BN, int THREADS, typename TA, typename TB, typename TC>
+__device__ inline void store_slot_sums(const Tile<TA, TB, TC>& t, const float* slots, int used, int rows) {
+  const bool c_aligned = t.ldc % 4 == 0 && is_aligned<sizeof(typename Element<TC>::Vec4)>(t.C);
   for (int i = threadIdx.x; i < rows * BN / 4; i += THREADS) {
     const float4* s = reinterpret_cast<const float4*>(slots) + i;
     float4 sum = s[0];

@@ -18,7 +18,8 @@ __device__ inline bool is_16_byte_aligned(const void* p) { return is_aligned<16>
 // exactly (every float16 and bfloat16 value is a float32 value), as it is
 // loaded, so the kernels compute and accumulate in float32 whatever the
 // operands' type. Vec4 is a run of 4 elements as one load: a float4 (16 bytes)
-// or 4 halves in a uint2 (8 bytes). __half and __nv_bfloat16 come from
+// or 4 halves in a uint2 (8 bytes); from_float rounds a float32 result to T
+// (the small-M kernels' outputs). __half and __nv_bfloat16 come from
 // cuda_fp16.h and cuda_bf16.h, which MLX's device header includes ahead of
 // every custom kernel.
 template <typename T>
@@ -31,6 +32,7 @@ struct Element<float> {
   __device__ static float to_float(float x) { return x; }
   __device__ static float4 to_float4(const float4& v) { return v; }
   __device__ static float4 pack(float x, float y, float z, float w) { return make_float4(x, y, z, w); }
+  __device__ static float from_float(float x) { return x; }
 };
 
 template <>
@@ -44,6 +46,7 @@ struct Element<__half> {
                        __half2float(__ushort_as_half(v.y & 0xffffu)),
                        __half2float(__ushort_as_half(v.y >> 16)));
   }
+  __device__ static __half from_float(float x) { return __float2half_rn(x); }  // rounded to nearest
   __device__ static uint2 pack(__half x, __half y, __half z, __half w) {
     return make_uint2(__half_as_ushort(x) | (unsigned(__half_as_ushort(y)) << 16),
                       __half_as_ushort(z) | (unsigned(__half_as_ushort(w)) << 16));
@@ -61,6 +64,7 @@ struct Element<__nv_bfloat16> {
     return make_float4(__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xffff0000u),
                        __uint_as_float(v.y << 16), __uint_as_float(v.y & 0xffff0000u));
   }
+  __device__ static __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }  // rounded to nearest
   __device__ static uint2 pack(__nv_bfloat16 x, __nv_bfloat16 y, __nv_bfloat16 z, __nv_bfloat16 w) {
     return make_uint2(__bfloat16_as_ushort(x) | (unsigned(__bfloat16_as_ushort(y)) << 16),
                       __bfloat16_as_ushort(z) | (unsigned(__bfloat16_as_ushort(w)) << 16));

@@ -28,9 +28,12 @@ enum Param { P_M, P_N, P_K, P_TILES_M, P_TILES_N, P_BATCH_NDIM, P_BATCH_SHAPE };
 // written by mlx_sgemm/emulation/residue_gemm.py): sizes, padded K, the tile grid.
 enum ResidueParam { R_M, R_N, R_KP, R_TILES_M, R_TILES_N };
 
-// Where the tensor maps (A's, B's in panels, B^T's; 32 words each) start in `params`
+// Where the tensor maps (A's, B's in panels, B^T's, A^T's; 32 words each) start in `params`
 // (after the batch shape and the split length: mlx_sgemm/problem.py).
 constexpr int P_TENSOR_MAPS = 16;
+// How many blocks share one output matrix in a persistent kernel (half_wgmma),
+// in the word before the maps, past the longest batch shape and the split length.
+constexpr int P_BLOCKS_PER_MATRIX = P_TENSOR_MAPS - 1;
 constexpr int TENSOR_MAP_WORDS = 32;
 
 // The dynamic shared memory this block was launched with, in bytes.

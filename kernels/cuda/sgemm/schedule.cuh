@@ -10,15 +10,15 @@ namespace sgemm {
 
 // One threadgroup's job: one block of C in one batch entry, the operands of that
 // batch entry (of element types TA and TB), and where its block of C goes (C is
-// always row-major float32).
-template <typename TA = float, typename TB = float>
+// row-major, float32 but for the kernels that round to a half type).
+template <typename TA = float, typename TB = float, typename TC = float>
 struct Tile {
   int M, N, K;
   int row0, col0;  // first row and column of C this block writes
   int k0;          // where its stretch of K starts (split-K); A and B start there already
   Operand<TA> A;   // M x K
   Operand<TB> B;   // K x N
-  float* C;
+  TC* C;
   int64_t ldc;
 };
 
@@ -50,20 +50,23 @@ __device__ inline void tile_origin(int tile, int tiles_m, int tiles_n, int block
 // time then share GROUP_M row tiles of A and a few column tiles of B instead of
 // one row of A and all of B, and far more of what they read is still in L2.
 // The element types come from the pointers MLX's signature declares.
-template <int GROUP_M = 1, typename TA, typename TB, typename Shape, typename Strides>
-__device__ inline Tile<TA, TB> locate_tile(
-    int block_m, int block_n, const int32_t* params,
+//
+// `block` is the block's number, blockIdx.x (locate_tile); a persistent block
+// that walks several tiles asks for each by the number a block of its own
+// would have had (tile_of).
+template <int GROUP_M = 1, typename TA, typename TB, typename TC, typename Shape, typename Strides>
+__device__ inline Tile<TA, TB, TC> locate_block(
+    int block, int block_m, int block_n, const int32_t* params,
     const TA* a, const Shape& a_shape, const Strides& a_strides,
     const TB* b, const Shape& b_shape, const Strides& b_strides,
-    float* c) {
-  Tile<TA, TB> t;
+    TC* c) {
+  Tile<TA, TB, TC> t;
   t.M = params[P_M];
   t.N = params[P_N];
   t.K = params[P_K];
   const int tiles_m = params[P_TILES_M], tiles_n = params[P_TILES_N];
   const int tiles = tiles_m * tiles_n;
   const int nd = params[P_BATCH_NDIM];
-  const int block = blockIdx.x;
   tile_origin<GROUP_M>(block % tiles, tiles_m, tiles_n, block_m, block_n, t.row0, t.col0);
 
   // Which output matrix: batch entry, and (split-K) which stretch of K, the
@@ -89,6 +92,29 @@ __device__ inline Tile<TA, TB> locate_tile(
   t.ldc = t.N;
   t.C = c + matrix * t.M * t.N;
   return t;
+}
+
+template <int GROUP_M = 1, typename TA, typename TB, typename TC, typename Shape, typename Strides>
+__device__ inline Tile<TA, TB, TC> locate_tile(
+    int block_m, int block_n, const int32_t* params,
+    const TA* a, const Shape& a_shape, const Strides& a_strides,
+    const TB* b, const Shape& b_shape, const Strides& b_strides,
+    TC* c) {
+  return locate_block<GROUP_M>(blockIdx.x, block_m, block_n, params, a, a_shape, a_strides, b, b_shape,
+                               b_strides, c);
+}
+
+// Tile number `tile` of output matrix `matrix` (its batch entry, and with K
+// split its stretch of K, the split being the slowest-varying index:
+// Plan.kernel_out_shape), for a persistent block.
+template <int GROUP_M = 1, typename TA, typename TB, typename TC, typename Shape, typename Strides>
+__device__ inline Tile<TA, TB, TC> tile_of(
+    int matrix, int tile, int block_m, int block_n, const int32_t* params,
+    const TA* a, const Shape& a_shape, const Strides& a_strides,
+    const TB* b, const Shape& b_shape, const Strides& b_strides,
+    TC* c) {
+  return locate_block<GROUP_M>(matrix * params[P_TILES_M] * params[P_TILES_N] + tile, block_m, block_n, params,
+                               a, a_shape, a_strides, b, b_shape, b_strides, c);
 }
 
 }  // namespace sgemm

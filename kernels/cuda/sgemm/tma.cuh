@@ -77,7 +77,7 @@ __device__ inline void make_tensor_map(void* slot, uint4* scratch, const int32_t
 // Copy the box at (x, y) (x the map's fastest dimension) of the map at `map`
 // into shared memory at `smem` (1024-byte aligned for the 128-byte swizzle),
 // its bytes counted on `bar`.
-__device__ inline void tma_load_2d(float* smem, const void* map, int x, int y, uint64_t* bar) {
+__device__ inline void tma_load_2d(void* smem, const void* map, int x, int y, uint64_t* bar) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
       :: "r"(shared_address(smem)), "l"(map), "r"(x), "r"(y), "r"(shared_address(bar)) : "memory");

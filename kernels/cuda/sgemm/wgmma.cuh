@@ -105,27 +105,57 @@ __device__ inline void wgmma_tf32_ss(float (&d)[N / 2], uint64_t a_desc, uint64_
   }
 }
 
-// d (64 x N, float32) = a (64 x 16, float16) * b (16 x N, float16) + (accumulate
-// ? d : 0), both operands in shared memory, K-major (k16 is 32 bytes of a row,
-// as an INT8 product's k32: the same ResidueTile slices), for the widths the
-// half-precision split products use. d's layout is the TF32 products'.
-template <int N>
-__device__ inline void wgmma_f16_ss(float (&d)[N / 2], uint64_t a_desc, uint64_t b_desc, bool accumulate) {
-  static_assert(N == 128 || N == 192 || N == 256, "m64n128k16, m64n192k16, m64n256k16");
-  if constexpr (N == 256) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " SGEMM_ACC128 ", %128, %129, p, 1, 1, 0, 0;\n}\n"
-                 : SGEMM_D128 : SGEMM_SS_INPUTS);
-  } else if constexpr (N == 192) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 " SGEMM_ACC96 ", %96, %97, p, 1, 1, 0, 0;\n}\n"
-                 : SGEMM_D96 : SGEMM_SS_INPUTS);
+// d (64 x N, float32) = a (64 x 16) * b (16 x N) + (accumulate ? d : 0), both
+// operands float16 or both bfloat16 (T: __half or __nv_bfloat16), both in
+// shared memory in the 128-byte swizzle, described by a_desc and b_desc. 16-bit
+// operands may lie either way: K-major (k16 is 32 bytes of a line, as an INT8
+// product's k32: the same ResidueTile slices), or with TRANS_A / TRANS_B
+// MN-major (a line's 64 consecutive elements in a 128-byte row, one row a k:
+// sgemm::HalfPanels). d's layout is the TF32 products'. The widths are those of
+// the float16 split's products (128, 192, 256) and of half_wgmma's consumer
+// tiles (64 up).
+template <typename T>
+struct HalfMma;  // the PTX name of a 16-bit element type
+template <>
+struct HalfMma<__half> {
+  static constexpr bool BF16 = false;
+};
+template <>
+struct HalfMma<__nv_bfloat16> {
+  static constexpr bool BF16 = true;
+};
+#define SGEMM_HALF_INPUTS SGEMM_SS_INPUTS, "n"(TRANS_A), "n"(TRANS_B)
+// One half wgmma: N, the element type's name, the accumulators, the operand
+// numbers of the descriptors, of `accumulate` and of the transposes.
+#define SGEMM_WGMMA_HALF(N, TYPE, D, DESCS, P, TRANS)                                  \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, " P ", 0;\n"                                     \
+  "wgmma.mma_async.sync.aligned.m64n" N "k16.f32." TYPE "." TYPE " " D ", " DESCS ", p, 1, 1, " TRANS ";\n}\n"
+#define SGEMM_HALF_CASES(TYPE)                                                                          \
+  if constexpr (N == 256) {                                                                            \
+    asm volatile(SGEMM_WGMMA_HALF("256", TYPE, SGEMM_ACC128, "%128, %129", "%130", "%131, %132")        \
+                 : SGEMM_D128 : SGEMM_HALF_INPUTS);                                                   \
+  } else if constexpr (N == 192) {                                                                     \
+    asm volatile(SGEMM_WGMMA_HALF("192", TYPE, SGEMM_ACC96, "%96, %97", "%98", "%99, %100")             \
+                 : SGEMM_D96 : SGEMM_HALF_INPUTS);                                                    \
+  } else if constexpr (N == 128) {                                                                     \
+    asm volatile(SGEMM_WGMMA_HALF("128", TYPE, SGEMM_ACC64, "%64, %65", "%66", "%67, %68")              \
+                 : SGEMM_D64 : SGEMM_HALF_INPUTS);                                                    \
+  } else {                                                                                             \
+    asm volatile(SGEMM_WGMMA_HALF("64", TYPE, SGEMM_ACC32, "%32, %33", "%34", "%35, %36")               \
+                 : SGEMM_D32 : SGEMM_HALF_INPUTS);                                                    \
+  }
+template <typename T, int N, int TRANS_A = 0, int TRANS_B = 0>
+__device__ inline void wgmma_half_ss(float (&d)[N / 2], uint64_t a_desc, uint64_t b_desc, bool accumulate) {
+  static_assert(N == 64 || N == 128 || N == 192 || N == 256, "m64n64k16 ... m64n256k16");
+  if constexpr (HalfMma<T>::BF16) {
+    SGEMM_HALF_CASES("bf16")
   } else {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " SGEMM_ACC64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : SGEMM_D64 : SGEMM_SS_INPUTS);
+    SGEMM_HALF_CASES("f16")
   }
 }
+#undef SGEMM_HALF_CASES
+#undef SGEMM_WGMMA_HALF
+#undef SGEMM_HALF_INPUTS
 
 // d (64 x N, int32) += a (64 x 32, int8) * b (32 x N, int8), both operands in
 // shared memory, K-major (the only layout INT8 wgmma takes), described by

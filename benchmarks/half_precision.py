@@ -1,0 +1,196 @@
+"""Half-precision operands (chapter 8): matmul against mx.matmul at the same dtype,
+one product per evaluation, and half_wgmma's block shapes and K splits.
+
+    python benchmarks/half_precision.py --csv results/half-precision.csv
+    python benchmarks/half_precision.py --variants   # every block shape and split
+
+Shapes: the shape suite's LLM projections, M in {1, 4, 8, 32, 128, 512, 2048}
+against (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336)}, plus 4096^3
+and 8192^3, as ``x @ W.T`` (W's transposed view, how nn.Linear runs it) and
+with a row-major B. Timed two ways, ours and mx.matmul in alternating rounds
+in one process, the median round reported: each call evaluated alone and
+waited for (one product per evaluation, synchronized: what a caller who needs
+the result waits), and chained (each call waits on the GPU for the previous
+one's result, many evaluated together: the GPU's time of one product, without
+the host's ~60-90 us of evaluation and synchronization a call). Error: sampled rows of C against
+float64, normalized by || |A||B| ||_F, ours and mx.matmul's. For M <= 8 the
+bytes of W read per second are reported too, from 8 products by distinct
+weights evaluated together (more bytes than the L2 holds). Needs MLX's CUDA backend.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import math
+import statistics
+import time
+
+SHAPES = ([(m, n, k) for m in (1, 4, 8, 32, 128, 512, 2048) for n, k in ((4096, 4096), (14336, 4096), (4096, 14336))]
+          + [(4096, 4096, 4096), (8192, 8192, 8192)])
+DTYPES = ("bfloat16", "float16")
+
+
+def synchronized_seconds(fn, repeats: int) -> float:
+    """Median seconds of one call of ``fn`` evaluated alone and waited for."""
+    import mlx.core as mx
+
+    for _ in range(3):
+        mx.eval(fn())
+    mx.synchronize()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        mx.eval(fn())
+        mx.synchronize()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def alternating(fns: dict, rounds: int, repeats: int, chained: bool) -> dict[str, float]:
+    """Each function's median round, the functions visited in turn each round:
+    one call evaluated alone and waited for, or (``chained``) calls that each
+    wait on the GPU for the previous one's result, evaluated many together
+    (timing.one_at_a_time: the GPU's time of one product, without the host's
+    wait for each)."""
+    from mlx_sgemm.bench import timing
+
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            times[name].append(timing.median_seconds(fn, repeats=repeats) if chained
+                               else synchronized_seconds(fn, repeats))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+# Weights read at once for the bandwidth figure: more bytes than the L2 holds,
+# so no product finds its W there.
+WEIGHTS = 8
+
+
+def weight_rates(products: dict, a, n: int, k: int, layout: str, dtype: str) -> dict[str, float]:
+    """GB/s of W read by each product: WEIGHTS products of ``a`` by distinct
+    weights evaluated together, whose launches then overlap each other's
+    (the kernels' own rate, without the ~20-30 us a launch costs one product)."""
+    import mlx.core as mx
+    import numpy as np
+
+    from mlx_sgemm.bench import timing
+
+    rng = np.random.default_rng(2)
+    ws = [mx.array(rng.standard_normal((n, k)).astype(np.float32)).astype(getattr(mx, dtype)) for _ in range(WEIGHTS)]
+    bs = [w.T if layout == "transposed" else mx.contiguous(w.T) for w in ws]
+    mx.eval(*bs)
+    rates = {}
+    for name, product in products.items():
+        if name in ("ours", "mx"):
+            seconds = timing.median_seconds(lambda product=product: mx.stack([product(a, b) for b in bs]), repeats=10)
+            rates[name] = WEIGHTS * n * k * a.itemsize / seconds / 1e9
+    return rates
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dtype", nargs="+", choices=DTYPES, default=list(DTYPES))
+    parser.add_argument("--layouts", nargs="+", choices=("transposed", "row-major"), default=["transposed", "row-major"])
+    parser.add_argument("--variants", action="store_true", help="also time each half_wgmma block shape and split")
+    parser.add_argument("--shapes", nargs="+", default=None, metavar="M,N,K")
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--csv", default=None)
+    args = parser.parse_args(argv)
+
+    import mlx.core as mx
+    import numpy as np
+
+    from mlx_sgemm import ops
+    from mlx_sgemm.bench import measure, timing
+    from mlx_sgemm.build import launcher, specs
+    from mlx_sgemm.dispatch import device, kernel_choice
+    from mlx_sgemm.dispatch.problem import plan
+
+    if device.backend() != device.CUDA:
+        print("no CUDA GPU: nothing to time")
+        return 1
+    shapes = [tuple(map(int, s.split(","))) for s in args.shapes] if args.shapes else SHAPES
+    name = device.name()
+    bandwidth = measure.device_peak().bandwidth_gbs
+    print(f"{name}, MLX {mx.__version__}: matmul vs mx.matmul at the same dtype, one product per evaluation")
+    print(f"{'dtype':>8s} {'layout':>10s} {'shape':>18s} {'kernel':>26s} {'ours us':>9s} {'mx us':>8s} "
+          f"{'ratio':>6s} {'chained':>8s} {'mx':>8s} {'ratio':>6s} {'err':>8s} {'mx err':>8s} {'W GB/s':>7s}")
+    for dtype in args.dtype:
+        for layout in args.layouts:
+            for m, n, k in shapes:
+                rng = np.random.default_rng(0)
+                a = mx.array(rng.standard_normal((m, k)).astype(np.float32)).astype(getattr(mx, dtype))
+                w = mx.array(rng.standard_normal((n, k)).astype(np.float32)).astype(getattr(mx, dtype))
+                b = w.T if layout == "transposed" else mx.contiguous(w.T)
+                mx.eval(a, b)
+                route = ops.route_plan(kernel_choice.chooser("float32"), device.CUDA, a.shape, b.shape, True,
+                                       (dtype, dtype))[-1]
+                products = {"ours": ops.matmul, "mx": mx.matmul}
+                chosen = f"{route.spec.stage}[{route.spec.block_m}x{route.spec.block_n}]/{route.k_splits}"
+                if args.variants and route.spec.stage == "half_wgmma":
+                    p = plan(a.shape, b.shape)
+                    for bm, bn in specs.HALF_WGMMA_BLOCKS:
+                        tiles = math.prod(p.tiles(bm, bn))
+                        for splits in sorted({1, max(1, min(132 // tiles, k // 1024))}):
+                            out = dtype if splits == 1 else "float32"
+                            spec = kernel_choice._half_spec(dtype, out, bm, bn)
+                            products[f"half_wgmma[{bm}x{bn}]/{splits}"] = (
+                                lambda x, y, spec=spec, splits=splits:
+                                launcher.launch(spec, x, y, k_splits=splits).astype(x.dtype))
+                fns = {name: (lambda f=f: f(a, b)) for name, f in products.items()}
+                times = alternating(fns, args.rounds, args.repeats, chained=False)
+                chained = alternating({name: timing.one_at_a_time(f, a, b) for name, f in products.items()},
+                                      args.rounds, args.repeats, chained=True)
+                ref_rows = np.random.default_rng(1).choice(m, size=min(m, 64), replace=False)
+                a64 = np.array(a.astype(mx.float32), np.float64)[ref_rows]
+                b64 = np.array(b.astype(mx.float32), np.float64)
+                ref, scale = a64 @ b64, np.linalg.norm(np.abs(a64) @ np.abs(b64))
+
+                def error(c):
+                    c = np.array(c.astype(mx.float32), np.float64)[ref_rows]
+                    assert np.isfinite(c).all()
+                    return float(np.linalg.norm(c - ref) / scale)
+
+                errors = {name: error(fn()) for name, fn in fns.items()}
+                rates = weight_rates(products, a, n, k, layout, dtype) if m <= 8 else {}
+                for kernel, seconds in times.items():
+                    if kernel == "mx":
+                        continue
+                    label = chosen if kernel == "ours" else kernel
+                    w_rate = rates.get(kernel)
+                    row = dict(device=name, mlx_version=mx.__version__, date=datetime.date.today().isoformat(),
+                               dtype=dtype, layout=layout, M=m, N=n, K=k, kernel=label,
+                               chosen=kernel == "ours", calls="one at a time",
+                               seconds=seconds, mx_seconds=times["mx"], x_matmul=times["mx"] / seconds,
+                               chained_seconds=chained[kernel], mx_chained_seconds=chained["mx"],
+                               chained_x_matmul=chained["mx"] / chained[kernel],
+                               tflops=2 * m * n * k / seconds / 1e12, error=errors[kernel], mx_error=errors["mx"],
+                               w_gbs=w_rate, w_pct_bandwidth=None if w_rate is None else 100 * w_rate / bandwidth,
+                               mx_w_gbs=rates.get("mx"))
+                    append_row(args.csv, row)
+                    w_text = "" if w_rate is None else f"{w_rate:7.0f} (mx {rates['mx']:.0f})"
+                    print(f"{dtype:>8s} {layout:>10s} {f'{m}x{n}x{k}':>18s} {label:>26s} {seconds * 1e6:9.1f} "
+                          f"{times['mx'] * 1e6:8.1f} {row['x_matmul']:6.2f} {chained[kernel] * 1e6:8.1f} "
+                          f"{chained['mx'] * 1e6:8.1f} {row['chained_x_matmul']:6.2f} {errors[kernel]:8.1e} "
+                          f"{errors['mx']:8.1e} {w_text}",
+                          flush=True)
+    return 0
+
+
+def append_row(path: str | None, row: dict) -> None:
+    """Append one row to the CSV at ``path`` (a header first if it is new): a
+    run cut short keeps what it measured."""
+    if path:
+        with open(path, "a", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(row))
+            if f.tell() == 0:
+                writer.writeheader()
+            writer.writerow(row)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,104 @@
+"""Chapter 8's choice, without a GPU: which kernel a pair of one half type
+gets on Hopper (half_wgmma, its block, its K splits and output), and what
+keeps the float32 kernels."""
+
+import pytest
+
+from mlx_sgemm import ops
+from mlx_sgemm.build import specs
+from mlx_sgemm.dispatch import device, kernel_choice
+from mlx_sgemm.dispatch.problem import plan
+
+
+@pytest.fixture
+def hopper(monkeypatch):
+    monkeypatch.setattr(device, "has_wgmma", lambda: True)
+    monkeypatch.setattr(device, "name", lambda: "Fake H200")
+
+
+def route(a_shape, b_shape, dtypes, chooser=None, float32_out=False):
+    chooser = chooser or kernel_choice.chooser("float32")
+    return ops.route_plan(chooser, device.CUDA, a_shape, b_shape, True, dtypes, float32_out)
+
+
+# (M, N, K) -> (block, K splits): 64 rows where C has no more; 256 columns
+# where the tiles still fill the GPU's 132 SMs; K split where fewer than half
+# of them have a tile.
+CASES = {
+    (4096, 4096, 4096): ((128, 256), 1),
+    (2048, 14336, 4096): ((128, 256), 1),
+    (512, 4096, 4096): ((128, 128), 1),
+    (128, 14336, 4096): ((128, 128), 1),
+    (128, 4096, 4096): ((128, 128), 4),
+    (32, 14336, 4096): ((64, 128), 1),
+    (32, 4096, 14336): ((64, 128), 4),
+}
+
+
+@pytest.mark.parametrize("mnk", CASES, ids=str)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("precision", kernel_choice.PRECISIONS)
+def test_one_half_type_goes_to_half_wgmma(hopper, mnk, dtype, precision):
+    m, n, k = mnk
+    *_, launch = route((m, k), (k, n), (dtype, dtype), kernel_choice.chooser(precision))
+    block, splits = CASES[mnk]
+    assert launch.spec.stage == "half_wgmma" and launch.spec.operand_types == (dtype, dtype)
+    assert (launch.spec.block_m, launch.spec.block_n) == block and launch.k_splits == splits
+    # C rounded once: by the kernel, or by split_sum after float32 partial sums.
+    assert (launch.spec.output_type, launch.spec.sum_to) == ((dtype, None) if splits == 1 else ("float32", dtype))
+
+
+def test_gemm_asks_for_the_float32_product(hopper):
+    for shape in ((4096, 4096), (128, 4096)):
+        *_, launch = route(shape, (4096, 4096), ("bfloat16", "bfloat16"), float32_out=True)
+        assert launch.spec.stage == "half_wgmma" and launch.spec.output_type == "float32"
+        assert launch.spec.sum_to is None  # split partial sums added by mx.sum, in float32
+
+
+def test_few_rows_keep_the_small_m_kernels_which_round_c_themselves(hopper):
+    for m, n, stage in ((1, 4096, "small_m"), (8, 14336, "small_m"), (2, 14336, "small_m_wide")):
+        *_, launch = route((m, 4096), (4096, n), ("float16", "float16"))
+        assert launch.spec.stage == stage and launch.spec.output_type == "float16"
+        *_, mixed = route((m, 4096), (4096, n), ("float16", "float32"))
+        assert mixed.spec.output_type == "float32"
+        *_, for_gemm = route((m, 4096), (4096, n), ("float16", "float16"), float32_out=True)
+        assert for_gemm.spec.output_type == "float32"
+
+
+def test_mixed_pairs_and_other_gpus_keep_the_float32_kernels(hopper, monkeypatch):
+    *_, mixed = route((512, 4096), (4096, 4096), ("bfloat16", "float16"))
+    assert mixed.spec.stage == "tile_wgmma" and mixed.spec.operand_types == specs.FLOAT32_OPERANDS
+    monkeypatch.setattr(device, "has_wgmma", lambda: False)
+    kernel_choice._heuristic.cache_clear()
+    *_, other = route((512, 4096), (4096, 4096), ("bfloat16", "bfloat16"))
+    assert other.spec.stage == "tile_threads"  # converts on load; no wgmma to multiply halves on
+    kernel_choice._heuristic.cache_clear()
+
+
+def test_deterministic_half_products_use_one_launch_for_every_shape(hopper):
+    chooser = kernel_choice.deterministic_chooser("float32")
+    launches = {route((m, 1000), (1000, 512), ("bfloat16", "bfloat16"), chooser)[-1] for m in (1, 8, 64, 3000)}
+    assert len(launches) == 1
+    (launch,) = launches
+    assert launch.spec.stage == "half_wgmma" and launch.k_splits == 1
+
+
+def test_half_rows_are_padded_to_16_bytes_of_halves(hopper):
+    pad_k, pad_n, a_shape, b_shape, launch = route((1000, 4093), (4093, 1001), ("float16", "float16"))
+    assert (pad_k, pad_n) == (3, 7) and launch.spec.stage == "half_wgmma"
+    assert route((1000, 4093), (4093, 1001), ("float32", "float32"))[:2] == (3, 3)
+
+
+def test_split_lengths_are_whole_half_k_tiles():
+    p = plan((32, 4100), (4100, 4096))
+    assert kernel_choice.half_k_splits(p, 64, 128) == 4
+    assert p.k_split_length(4, specs.HALF_K_TILE) % specs.HALF_K_TILE == 0
+
+
+def test_bad_half_wgmma_arguments_are_named():
+    with pytest.raises(ValueError, match="element"):
+        specs.cuda_half_wgmma("float32")
+    with pytest.raises(ValueError, match="output"):
+        specs.cuda_half_wgmma("float16", "bfloat16")
+    with pytest.raises(ValueError, match="cannot write"):
+        specs.spec("tile_threads", "cuda").reading("float16", "float16").rounding_to("float16")
