@@ -78,3 +78,28 @@ def test_matmuls_units_are_those_of_the_kernel_the_rule_picks(device, precision,
     m, n, k = mnk
     row = dict(device=device, backend="cuda", kernel="matmul", precision=precision, M=m, N=n, K=k)
     assert peaks.units(row) == units
+
+
+def test_the_plots_name_each_dtype_and_the_way_of_calling(tmp_path, monkeypatch):
+    """A run of float32 and bfloat16 operands timed one at a time: a line per
+    kernel and dtype, mx.matmul's on each dtype drawn its own way, the way of
+    calling in every title."""
+    rows = [dict(r, calls="one at a time") for r in results.read_csv(results.newest_recorded())
+            if r["precision"] == "float32" and r["kernel"] in ("mx.matmul", "matmul")]
+    rows += [dict(r, dtype="bfloat16", peak_kind="BF16" if r["kernel"] == "mx.matmul" else r["peak_kind"])
+             for r in rows]
+    figures = []
+    close = plots.plt.close
+    monkeypatch.setattr(plots.plt, "close", lambda fig=None: figures.append(fig))
+    try:
+        plots.write_all(rows, tmp_path, True, None, None)
+        (ax,) = figures[0].axes
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        assert set(lines) == {"mx.matmul", "matmul", "mx.matmul (bfloat16)", "matmul (bfloat16)"}
+        assert lines["mx.matmul"].get_linestyle() != lines["mx.matmul (bfloat16)"].get_linestyle()
+        assert "float32 / bfloat16 operands" in ax.get_ylabel()
+        assert all("one at a time)" in fig.axes[0].get_title() for fig in figures)
+        assert "BF16" in plots.ceilings(rows)
+    finally:
+        for fig in figures:
+            close(fig)
