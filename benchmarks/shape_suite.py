@@ -111,7 +111,7 @@ def main(argv=None) -> int:
     name, rows = device.name(), []
     calls = timing.INDEPENDENT if args.independent else timing.ONE_AT_A_TIME
     print(f"{name}, MLX {mx.__version__}, matmul(precision={args.precision!r}) vs mx.matmul "
-          f"({calls}: {timing.CALLS_WORDS[calls]})")
+          f"(timed {timing.TIMED[calls]})")
     print(f"{'shape':>43s} {'ours ms':>9s} {'mx ms':>9s} {'ratio':>6s} {'err':>9s} {'mx err':>9s}")
     for dtype in args.dtypes:
         for batch, m, n, k, transposed in SHAPES:

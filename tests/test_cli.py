@@ -77,7 +77,8 @@ def test_a_live_run_records_each_dtype_and_the_way_of_calling(argv, calls, name,
     assert {r["calls"] for r in rows} == {calls} and {r["precision"] for r in rows} == {"float32"}
     half_baseline = next(r for r in rows if r["dtype"] == "bfloat16" and r["kernel"] == "mx.matmul")
     assert half_baseline["peak_kind"] == "BF16" and half_baseline["error"] > 0
-    assert f"timed {calls}" in doc["note"] and "operands float32, bfloat16" in doc["note"]
+    timed = {"one at a time": "timed one at a time (", "independent": "timed as independent calls (3 products"}
+    assert timed[calls] in doc["note"] and "operands float32, bfloat16" in doc["note"]
 
 
 def help_text(argv, capsys) -> str:
@@ -195,8 +196,8 @@ def test_the_tables_name_the_way_of_calling_and_each_dtypes_rows():
     rows += [dict(r, calls="independent") for r in fixture_rows()]
     text = tables.tables(rows)
     assert text.count("\n256x256x256 (") == 2
-    assert "one at a time: one product per evaluation, waited for)" in text
-    assert "independent: independent products evaluated together, which the GPU may overlap)" in text
+    assert "; timed one at a time (one product per evaluation, waited for))" in text
+    assert "; timed as independent calls (several products per evaluation, which the GPU may overlap))" in text
     assert "| `mx.matmul (float16)` |" in text and "| `naive (float16)` |" in text
     first = text.split("\n256x256x256 (")[1]
     # Each dtype's block opens with its mx.matmul: float32's, then float16's.
@@ -507,17 +508,17 @@ def note_and_rows(argv, capsys):
 def test_a_recording_of_both_ways_shows_one_at_a_time_unless_asked(tmp_path, monkeypatch, capsys):
     argv = record(fixture_rows() + fixture_rows("independent"), tmp_path, monkeypatch)
     note, rows = note_and_rows(argv, capsys)
-    assert {r["calls"] for r in rows} == {"one at a time"} and "Timed one at a time: one product per" in note
+    assert {r["calls"] for r in rows} == {"one at a time"} and "Timed one at a time (one product per" in note
     note, rows = note_and_rows([*argv, "--independent"], capsys)
-    assert {r["calls"] for r in rows} == {"independent"} and "Timed independent: independent products" in note
+    assert {r["calls"] for r in rows} == {"independent"} and "Timed as independent calls (several" in note
 
 
 def test_a_recording_of_independent_calls_only_is_shown_and_says_so(tmp_path, monkeypatch, capsys):
     argv = record(fixture_rows("independent"), tmp_path, monkeypatch)
     note, rows = note_and_rows(argv, capsys)
     assert {r["calls"] for r in rows} == {"independent"}
-    assert "It was timed independent only (independent products evaluated together" in note
-    assert "not one at a time." in note
+    assert "It was timed as independent calls (several products per evaluation, which the GPU may overlap) " \
+        "only, not one at a time." in note
 
 
 def test_dtype_picks_a_recorded_runs_rows(tmp_path, monkeypatch, capsys):

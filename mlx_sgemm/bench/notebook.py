@@ -90,7 +90,7 @@ def mode_text(run: sweep.Run) -> str:
 
 def _calls(row: dict) -> str:
     """How the run's products were timed, in words."""
-    return f"timed {row['calls']} ({timing.CALLS_WORDS[row['calls']]})"
+    return f"timed {timing.TIMED[row['calls']]}"
 
 
 def _peak(run: sweep.Run) -> peaks.DevicePeak:

@@ -132,10 +132,9 @@ def collect(
         rows, lacking = recorded_subset(recorded, path.name, [*squares, *shapes] or None, kernels, precisions,
                                         dtypes, shown_calls)
         found = peaks.lookup(rows[0]["device"])
-        how = f"Timed {shown_calls}: {timing.CALLS_WORDS[shown_calls]}."
+        how = f"Timed {timing.TIMED[shown_calls]}."
         if calls is None and shown_calls != timing.ONE_AT_A_TIME:
-            how = (f"It was timed {shown_calls} only ({timing.CALLS_WORDS[shown_calls]}), "
-                   f"not {timing.ONE_AT_A_TIME}.")
+            how = f"It was timed {timing.TIMED[shown_calls]} only, not {timing.ONE_AT_A_TIME}."
         note = " ".join(filter(None, (
             f"{why}. Showing the newest run recorded on a real GPU: {path.name} "
             f"({rows[0]['device']}, MLX {rows[0]['mlx_version']}, {rows[0]['date']}).", how, suite_note, lacking)))
@@ -155,8 +154,9 @@ def collect(
     suffix = "" if calls == timing.ONE_AT_A_TIME else f"-{calls}"
     path = results.write_csv(rows, out / f"bench-{datetime.date.today().isoformat()}{suffix}.csv")
     peak_text = f"{peak.fp32_gflops:,.0f} GFLOP/s" if peak.fp32_gflops else "unknown"
-    each = (f"{per_evaluation} independent products per evaluation" if per_evaluation and calls == timing.INDEPENDENT
-            else timing.CALLS_WORDS[calls])
+    how = timing.TIMED[calls]
+    if per_evaluation and calls == timing.INDEPENDENT:
+        how = how.replace("several products", f"{per_evaluation} products")
     note = (f"Live run on {device.name()} ({device.backend()}); FP32 peak {peak_text} "
-            f"({peak.source}); operands {', '.join(dtypes)}; timed {calls} ({each}). Results written to {path}.")
+            f"({peak.source}); operands {', '.join(dtypes)}; timed {how}. Results written to {path}.")
     return Run(rows, False, note, peak.fp32_gflops, peak.bandwidth_gbs, path)

@@ -64,7 +64,7 @@ def tables(rows: list[dict]) -> str:
         for calls in dict.fromkeys(r.get("calls") for r in group):
             mine = sorted((r for r in group if r.get("calls") == calls), key=lambda r: (
                 DTYPES.index(dtype(r)), not r["kernel"].startswith("mx."), r["precision"]))
-            how = f"; {calls}: {timing.CALLS_WORDS[calls]}" if calls in timing.CALLS_WORDS else ""
+            how = f"; timed {timing.TIMED[calls]}" if calls in timing.TIMED else ""
             out.append(f"\n{m}x{n}x{k} ({mine[0]['device']}, MLX {mine[0]['mlx_version']}, {mine[0]['date']}{how})")
             out.append(table(mine))
     out.append("\n" + FOOTNOTE)

@@ -28,9 +28,9 @@ import mlx.core as mx
 
 ONE_AT_A_TIME, INDEPENDENT = "one at a time", "independent"
 CALLS = (ONE_AT_A_TIME, INDEPENDENT)
-# Each way in words, for captions and notes.
-CALLS_WORDS = {ONE_AT_A_TIME: "one product per evaluation, waited for",
-               INDEPENDENT: "independent products evaluated together, which the GPU may overlap"}
+# Each way in words, after "timed", for captions and notes.
+TIMED = {ONE_AT_A_TIME: "one at a time (one product per evaluation, waited for)",
+         INDEPENDENT: "as independent calls (several products per evaluation, which the GPU may overlap)"}
 
 
 def median_seconds(
