@@ -273,15 +273,31 @@ def test_repeats_on_a_recorded_run_says_it_does_not_apply(recorded, capsys):
         capsys.readouterr().out)
 
 
-@pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU mode")
-def test_a_shape_of_the_recorded_shape_suite_is_served_from_it(tmp_path, capsys):
-    """The sweep records squares; the shape suite of the same GPU holds model shapes."""
-    assert cli.main(["bench", "--shapes", "1,4096,4096", "--out", str(tmp_path), "--no-plots", "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    assert {(r["kernel"], mnk(r)) for r in doc["rows"]} >= {("matmul", (1, 4096, 4096)),
-                                                          ("mx.matmul", (1, 4096, 4096))}
-    assert "from the shape suite shapes-" in doc["note"]
-    assert len({r["device"] for r in doc["rows"]}) == 1
+def test_a_shape_of_the_recorded_shape_suite_is_served_from_it(tmp_path, monkeypatch, capsys):
+    """The sweep records squares; the newest shape suite of the same GPU with
+    rows of the dtype and way of calling shown holds model shapes."""
+    suite = ("device,mlx_version,date,precision,dtype,calls,batch,M,N,K,b_transposed_view,matmul_s,mx_matmul_s,"
+             "ratio,error,mx_matmul_error\n")
+    row = "{device},0.32.4,{date},float32,{dtype},{calls},,1,4096,4096,False,2e-05,3e-05,1.5,1e-08,1e-08\n"
+    (tmp_path / "shapes-2026-11-20-test.csv").write_text(suite + row.format(
+        device="Test GPU", date="2026-11-20", dtype="float32", calls="one at a time"))
+    (tmp_path / "shapes-2026-11-22-test.csv").write_text(suite + "".join(row.format(
+        device=device, date="2026-11-22", dtype=dtype, calls=calls) for device, dtype, calls in (
+        ("Test GPU", "float32", "independent"), ("Test GPU", "bfloat16", "one at a time"),
+        ("Other GPU", "float32", "one at a time"))))
+    argv = record(fixture_rows(), tmp_path, monkeypatch) + ["--shapes", "1,4096,4096"]
+    monkeypatch.setattr(results, "recorded_directories", lambda: [tmp_path])
+
+    def served(*more):
+        note, rows = note_and_rows([*argv, *more], capsys)
+        return note, {(r["kernel"], mnk(r), r["device"], r["dtype"], r["calls"]) for r in rows}
+
+    note, rows = served()
+    assert rows == {(k, (1, 4096, 4096), "Test GPU", "float32", "one at a time") for k in ("matmul", "mx.matmul")}
+    assert "from the shape suite shapes-2026-11-20-test.csv" in note
+    note, rows = served("--independent")
+    assert {r[-1] for r in rows} == {"independent"} and "shapes-2026-11-22-test.csv" in note
+    assert {r[-2] for r in served("--dtype", "bfloat16")[1]} == {"bfloat16"}
 
 
 # ---- the recorded view: filtered, as JSON ---------------------------------------------------
