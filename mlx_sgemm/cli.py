@@ -25,6 +25,7 @@ labelled as such, and explain plans for the GPU named by --backend.
 
 examples:
   mlx-sgemm bench --sizes 1024 4096
+  mlx-sgemm bench --dtype float32 bfloat16 --independent
   mlx-sgemm explain 4096x4096x4096 --backend cuda
   mlx-sgemm bench --help
 """
@@ -92,7 +93,7 @@ def version_text() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .bench.measure import KERNELS, PRECISIONS
+    from .bench.measure import DTYPES, HALF_PRECISION, KERNELS, PRECISIONS
     from .bench.sweep import REPEATS
 
     parser = Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG)
@@ -109,15 +110,26 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--kernels", nargs="+", default=None, choices=KERNELS, metavar="KERNEL",
                    help=f"kernels to time (default all: {' '.join(KERNELS)})")
     b.add_argument("--precisions", nargs="+", default=None, choices=PRECISIONS,
-                   help="precisions for the adaptive matmul (default all; tf32 on CUDA only)")
+                   help="precisions for the adaptive matmul on float32 operands (default all; tf32 on CUDA "
+                        f"only); float16 and bfloat16 operands run once, matmul at its default precision "
+                        f"(recorded as {HALF_PRECISION}): their values are exact in float32 and in TF32 alike")
+    b.add_argument("--dtype", nargs="+", default=["float32"], choices=DTYPES, dest="dtypes", metavar="DTYPE",
+                   help=f"the operands' dtype, both a and b, one or more of {' '.join(DTYPES)}; mx.matmul runs on "
+                        "the same operands (default: float32)")
+    # Given without N: 0, which no N can be (argparse would pass a str const through type).
+    b.add_argument("--independent", nargs="?", type=at_least_one, const=0, default=None, metavar="N",
+                   help="time N independent products per evaluation, which the GPU may overlap (without N: as many "
+                        "as last about 5 ms); default: one product per evaluation, waited for, as a user calls it "
+                        "(the CSV's calls column: independent or one at a time)")
     b.add_argument("--repeats", type=at_least_one, default=None,
                    help=f"timed runs per measurement, their median kept (default: {REPEATS}; live runs only)")
     b.add_argument("--peak-gflops", type=positive, default=None, help="override the device's FP32 peak, GFLOP/s (default: its datasheet's)")
     b.add_argument("--bandwidth", type=positive, default=None, help="override its memory bandwidth, GB/s (default: its datasheet's)")
     b.add_argument("--out", type=Path, default=Path("outputs"), help="where the CSV and plots go")
     b.add_argument("--recorded", action="store_true",
-                   help="show the newest recorded run even if a GPU is present (a recorded run "
-                        "shows the rows --sizes, --shapes, --kernels and --precisions ask for; all by default)")
+                   help="show the newest recorded run even if a GPU is present (a recorded run shows the rows "
+                        "--sizes, --shapes, --kernels, --precisions, --dtype and --independent ask for; all shapes, "
+                        "kernels and precisions by default, timed one at a time where it has such rows)")
     b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.add_argument("--json", action="store_true", help="print the rows as JSON, nothing else")
@@ -155,6 +167,7 @@ def bench(parser: argparse.ArgumentParser, args) -> int:
     from .bench import sweep, tables
 
     _writable_directory(parser, args.out)
+    independent = args.independent is not None
     try:
         run = sweep.collect(
             sizes=args.sizes or ([args.size] if args.size else None),
@@ -162,6 +175,8 @@ def bench(parser: argparse.ArgumentParser, args) -> int:
             repeats=args.repeats, peak_gflops=args.peak_gflops, bandwidth=args.bandwidth,
             out=args.out, force_recorded=args.recorded,
             progress=not (args.quiet or args.json) and sys.stderr.isatty(),
+            dtypes=args.dtypes, calls="independent" if independent else None,
+            per_evaluation=args.independent or None,  # None: as many as last about 5 ms
         )
     except (FileNotFoundError, sweep.NoRecordedRows) as e:
         print(f"{PROG}: {e}", file=sys.stderr)

@@ -89,7 +89,7 @@ class Explanation:
             lines.append(
                 f"recorded     {r['shape']} on {r['device']}: {r['ratio']:.2f}x mx.matmul"
                 + (f", {r['tflops']:.1f} TFLOP/s" if r.get("tflops") else "")
-                + f"  ({r['file']})")
+                + f"  ({r['file']}, calls: {r['calls']})")
         else:
             lines.append("recorded     no recorded measurement of matmul's default mode for this backend "
                          "and these dtypes")
@@ -169,10 +169,12 @@ def _layouts(backend: str, spec, b_transposed: bool) -> dict:
 
 def _nearest_recorded(backend: str, precision: str, M: int, N: int, K: int, b_transposed: bool) -> dict | None:
     """matmul's recorded ratio to mx.matmul at the measured shape nearest to
-    M x N x K (log distance), from the recorded shape suites and sweeps; of
-    runs equally near, the newest (by the date in its name): it measured the
-    kernels as they are now; of those, the benchmark's sweep (bench-*.csv),
-    the run the README's results and the no-GPU benchmark show."""
+    M x N x K (log distance), from the recorded shape suites and sweeps, of
+    float32 operands; of runs equally near, the newest (by the date in its
+    name): it measured the kernels as they are now; of those, the benchmark's
+    sweep (bench-*.csv), the run the README's results and the no-GPU benchmark
+    show; in a run timed both ways, its row timed one at a time, as those
+    show it (bench.results.headline_calls)."""
     if backend != device.CUDA:
         return None  # every recorded run is on NVIDIA GPUs
     best, best_distance = None, math.inf
@@ -180,7 +182,8 @@ def _nearest_recorded(backend: str, precision: str, M: int, N: int, K: int, b_tr
         for path in sorted(Path(directory).glob("*.csv"),
                            key=lambda f: (results.run_date(f) or "", f.name.startswith("bench-"), f.stem)):
             with open(path, newline="") as f:
-                for row in csv.DictReader(f):
+                # One at a time last: of equally near rows of a run, the later is kept.
+                for row in sorted(csv.DictReader(f), key=lambda r: results.calls_of(r) == "one at a time"):
                     found = _recorded_row(row, precision, b_transposed)
                     if found is None:
                         continue
@@ -198,7 +201,7 @@ _RATIO_COLUMNS = ("x_matmul", "x_cublas_sgemm", "x_cublas_tf32")
 
 
 def _recorded_row(row: dict, precision: str, b_transposed: bool) -> dict | None:
-    if row.get("precision") != precision:
+    if row.get("precision") != precision or results.dtype_of(row) != "float32":
         return None
     try:
         mnk = (int(row["M"]), int(row["N"]), int(row["K"]))
@@ -206,11 +209,11 @@ def _recorded_row(row: dict, precision: str, b_transposed: bool) -> dict | None:
             if (row.get("b_transposed_view") == "True") != b_transposed or row.get("batch"):
                 return None
             return {"mnk": mnk, "shape": "x".join(map(str, mnk)), "device": row["device"],
-                    "ratio": float(row["ratio"]), "tflops": None}
+                    "ratio": float(row["ratio"]), "tflops": None, "calls": results.calls_of(row)}
         if row.get("kernel") == "matmul" and not b_transposed:  # a sweep's or a crossover's row
             ratio = next(row[c] for c in _RATIO_COLUMNS if row.get(c))
             return {"mnk": mnk, "shape": "x".join(map(str, mnk)), "device": row["device"],
-                    "ratio": float(ratio), "tflops": float(row["gflops"]) / 1e3}
+                    "ratio": float(ratio), "tflops": float(row["gflops"]) / 1e3, "calls": results.calls_of(row)}
     except (KeyError, ValueError, StopIteration):
         return None
     return None

@@ -14,7 +14,7 @@ from mlx_sgemm.bench import measure, plots, results, sweep, tables
 from .conftest import HAS_GPU
 
 
-def fixture_rows():
+def fixture_rows(calls="one at a time"):
     """A made-up two-size run (device "Test GPU"), for exercising the outputs."""
     rows = []
     for n, scale in ((256, 1.0), (1024, 3.0)):
@@ -27,6 +27,7 @@ def fixture_rows():
                 kernel=kernel, precision=precision, M=n, N=n, K=n, seconds=2 * n**3 / (gflops * scale * 1e9),
                 gflops=gflops * scale, pct_peak=None, x_matmul=1.0, error=1e-7 if n < 1024 else None,
                 peak_kind="FP32", spread=0.02, mlx_sgemm_version="0.1.0", commit="0123abc",
+                dtype="float32", calls=calls,
             ))
     return rows
 
@@ -36,6 +37,48 @@ def test_parser_defaults_and_shapes():
     assert args.shapes == [(1, 4096, 4096), (7, 5, 3)]
     assert args.kernels is None and args.precisions is None  # all of them
     assert args.sizes is None and args.repeats is None  # sweep.REPEATS for a live run
+    assert args.dtypes == ["float32"] and args.independent is None  # float32, one at a time
+
+
+@pytest.mark.parametrize("argv,dtypes,calls,per_evaluation", [
+    ([], ["float32"], None, None),
+    (["--dtype", "float32", "float16", "bfloat16"], ["float32", "float16", "bfloat16"], None, None),
+    (["--independent"], ["float32"], "independent", None),
+    (["--independent", "8", "--dtype", "bfloat16"], ["bfloat16"], "independent", 8),
+])
+def test_dtype_and_the_way_of_calling_reach_the_sweep(argv, dtypes, calls, per_evaluation, tmp_path, monkeypatch):
+    asked = {}
+
+    def collect(**kw):
+        asked.update(kw)
+        return sweep.Run(fixture_rows(), False, "a run", None, None, tmp_path / "bench.csv")
+
+    monkeypatch.setattr(sweep, "collect", collect)
+    assert cli.main(["bench", "--no-plots", "--out", str(tmp_path), *argv]) == 0
+    assert (asked["dtypes"], asked["calls"], asked["per_evaluation"]) == (dtypes, calls, per_evaluation)
+
+
+@pytest.mark.parametrize("argv,calls,name", [([], "one at a time", "bench-{date}.csv"),
+                                             (["--independent", "3"], "independent", "bench-{date}-independent.csv")])
+def test_a_live_run_records_each_dtype_and_the_way_of_calling(argv, calls, name, fake_cuda, tmp_path, capsys):
+    """On a faked Hopper GPU: rows per dtype with mx.matmul beside them, the CSV
+    named by the way of calling, so that both runs into one folder keep both."""
+    import datetime
+
+    assert cli.main(["bench", "--sizes", "16", "--kernels", "naive", "matmul", "--precisions", "float32",
+                     "--dtype", "float32", "bfloat16", "--repeats", "2", "--out", str(tmp_path), "--no-plots",
+                     "--json", *argv]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["csv"] == str(tmp_path / name.format(date=datetime.date.today().isoformat()))
+    rows = results.read_csv(Path(doc["csv"]))
+    assert rows == doc["rows"]
+    assert {(r["dtype"], r["kernel"]) for r in rows} == {(d, k) for d in ("float32", "bfloat16")
+                                                         for k in ("mx.matmul", "naive", "matmul")}
+    assert {r["calls"] for r in rows} == {calls} and {r["precision"] for r in rows} == {"float32"}
+    half_baseline = next(r for r in rows if r["dtype"] == "bfloat16" and r["kernel"] == "mx.matmul")
+    assert half_baseline["peak_kind"] == "BF16" and half_baseline["error"] > 0
+    timed = {"one at a time": "timed one at a time (", "independent": "timed as independent calls (3 products"}
+    assert timed[calls] in doc["note"] and "operands float32, bfloat16" in doc["note"]
 
 
 def help_text(argv, capsys) -> str:
@@ -85,6 +128,27 @@ def test_a_run_recorded_before_the_new_columns_is_read_with_units_peaks(tmp_path
     assert three["peak_kind"] == "3xTF32" and three["pct_peak"] == pytest.approx(100 * 2000 / (494_700 / 3))
     assert back[("naive", "float32", 256)]["pct_peak"] == pytest.approx(100 * 500 / 67_000)
     assert tf32["spread"] is None
+    assert {(r["dtype"], r["calls"]) for r in back.values()} == {("float32", "independent")}
+
+
+def test_a_run_recorded_before_dtype_and_calls_is_float32_timed_as_independent_calls(tmp_path):
+    """What those runs measured: float32 operands, median_seconds' independent calls."""
+    rows = fixture_rows()
+    old = tmp_path / "bench-old.csv"
+    columns = measure.Measurement.columns()[:18]
+    assert columns[-1] == "commit"
+    old.write_text(",".join(columns) + "\n" + "".join(",".join(str(r[c]) for c in columns if c) .replace("None", "")
+                                                      + "\n" for r in rows))
+    back = results.read_csv(old)
+    assert back == [dict(r, dtype="float32", calls="independent") for r in rows]
+
+
+def test_the_recorded_runs_of_both_kinds_read_with_dtype_and_calls():
+    for path in results.recorded_runs("bench-*.csv"):
+        assert all(r["dtype"] in measure.DTYPES and r["calls"] in measure.CALLS for r in results.read_csv(path))
+    for path in results.recorded_runs("shapes-*.csv"):
+        rows = results.shape_suite_rows(path)
+        assert rows and all(r["dtype"] in measure.DTYPES and r["calls"] in measure.CALLS for r in rows)
 
 
 def test_recorded_tables_show_spread_and_the_units(capsys):
@@ -127,6 +191,20 @@ def test_table_formats_unknown_peak_and_missing_error():
     assert "peak unknown" in text and "| - |" in text
 
 
+def test_the_tables_name_the_way_of_calling_and_each_dtypes_rows():
+    rows = fixture_rows() + [dict(r, dtype="float16") for r in fixture_rows() if r["precision"] == "float32"]
+    rows += [dict(r, calls="independent") for r in fixture_rows()]
+    text = tables.tables(rows)
+    assert text.count("\n256x256x256 (") == 2
+    assert "; timed one at a time (one product per evaluation, waited for))" in text
+    assert "; timed as independent calls (several products per evaluation, which the GPU may overlap))" in text
+    assert "| `mx.matmul (float16)` |" in text and "| `naive (float16)` |" in text
+    first = text.split("\n256x256x256 (")[1]
+    # Each dtype's block opens with its mx.matmul: float32's, then float16's.
+    names = [line.split("`")[1] for line in first.splitlines() if line.startswith("| `")]
+    assert names[0] == "mx.matmul" and names.index("mx.matmul (float16)") == names.index("naive (float16)") - 1
+
+
 @pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU mode")
 def test_no_gpu_shows_the_committed_recording(tmp_path, capsys):
     assert results.newest_recorded() is not None, "benchmarks/results/ has no recorded run"
@@ -146,6 +224,8 @@ def test_no_gpu_shows_the_committed_recording(tmp_path, capsys):
     (["bench", "--shapes", "1,2,z"], "--shapes"), (["bench", "--kernels", "cublas"], "--kernels"),
     (["bench", "--precisions", "fp16"], "--precisions"), (["bench", "--peak-gflops", "-1"], "--peak-gflops"),
     (["bench", "--bandwidth", "nan"], "--bandwidth"), (["bench", "--bandwidth", "inf"], "--bandwidth"),
+    (["bench", "--dtype", "float64"], "--dtype"), (["bench", "--dtype"], "--dtype"),
+    (["bench", "--independent", "0"], "--independent"), (["bench", "--independent", "x"], "--independent"),
     (["explain", "1x2"], "MxNxK"), (["explain", "4x0x4"], "MxNxK"), (["explain", "axbxc"], "MxNxK"),
     (["explain", "4x4x4", "--precision", "fp16"], "--precision"),
     (["explain", "4x4x4", "--backend", "rocm"], "--backend"),
@@ -193,15 +273,31 @@ def test_repeats_on_a_recorded_run_says_it_does_not_apply(recorded, capsys):
         capsys.readouterr().out)
 
 
-@pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU mode")
-def test_a_shape_of_the_recorded_shape_suite_is_served_from_it(tmp_path, capsys):
-    """The sweep records squares; the shape suite of the same GPU holds model shapes."""
-    assert cli.main(["bench", "--shapes", "1,4096,4096", "--out", str(tmp_path), "--no-plots", "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    assert {(r["kernel"], mnk(r)) for r in doc["rows"]} >= {("matmul", (1, 4096, 4096)),
-                                                          ("mx.matmul", (1, 4096, 4096))}
-    assert "from the shape suite shapes-" in doc["note"]
-    assert len({r["device"] for r in doc["rows"]}) == 1
+def test_a_shape_of_the_recorded_shape_suite_is_served_from_it(tmp_path, monkeypatch, capsys):
+    """The sweep records squares; the newest shape suite of the same GPU with
+    rows of the dtype and way of calling shown holds model shapes."""
+    suite = ("device,mlx_version,date,precision,dtype,calls,batch,M,N,K,b_transposed_view,matmul_s,mx_matmul_s,"
+             "ratio,error,mx_matmul_error\n")
+    row = "{device},0.32.4,{date},float32,{dtype},{calls},,1,4096,4096,False,2e-05,3e-05,1.5,1e-08,1e-08\n"
+    (tmp_path / "shapes-2026-11-20-test.csv").write_text(suite + row.format(
+        device="Test GPU", date="2026-11-20", dtype="float32", calls="one at a time"))
+    (tmp_path / "shapes-2026-11-22-test.csv").write_text(suite + "".join(row.format(
+        device=device, date="2026-11-22", dtype=dtype, calls=calls) for device, dtype, calls in (
+        ("Test GPU", "float32", "independent"), ("Test GPU", "bfloat16", "one at a time"),
+        ("Other GPU", "float32", "one at a time"))))
+    argv = record(fixture_rows(), tmp_path, monkeypatch) + ["--shapes", "1,4096,4096"]
+    monkeypatch.setattr(results, "recorded_directories", lambda: [tmp_path])
+
+    def served(*more):
+        note, rows = note_and_rows([*argv, *more], capsys)
+        return note, {(r["kernel"], mnk(r), r["device"], r["dtype"], r["calls"]) for r in rows}
+
+    note, rows = served()
+    assert rows == {(k, (1, 4096, 4096), "Test GPU", "float32", "one at a time") for k in ("matmul", "mx.matmul")}
+    assert "from the shape suite shapes-2026-11-20-test.csv" in note
+    note, rows = served("--independent")
+    assert {r[-1] for r in rows} == {"independent"} and "shapes-2026-11-22-test.csv" in note
+    assert {r[-2] for r in served("--dtype", "bfloat16")[1]} == {"bfloat16"}
 
 
 # ---- the recorded view: filtered, as JSON ---------------------------------------------------
@@ -255,6 +351,8 @@ def test_asked_shapes_the_recording_lacks_are_named(recorded, capsys):
     (["--sizes", "300", "--shapes", "2,3,4", "--kernels", "naive"], "shapes 2x3x4, 300x300x300; kernels naive"),
     (["--kernels", "tile_32"], "kernels tile_32"),
     (["--kernels", "naive", "--precisions", "tf32"], "kernels naive; precisions tf32"),
+    (["--dtype", "bfloat16"], "dtypes bfloat16"),
+    (["--independent"], "calls independent"),
 ])
 def test_a_filter_the_recording_cannot_serve_says_what_was_asked_and_what_it_has(recorded, argv, asked, capsys):
     assert cli.main([*recorded, *argv]) == 1
@@ -262,7 +360,7 @@ def test_a_filter_the_recording_cannot_serve_says_what_was_asked_and_what_it_has
     (line,) = captured.err.splitlines()
     assert line == (f"mlx-sgemm: the recorded run bench-2026-11-21.csv has no rows for {asked}; it has shapes "
                     "1x1024x1024, 256x256x256, 1024x1024x1024; kernels matmul, naive, tile_simdgroup; "
-                    "precisions float32, tf32")
+                    "precisions float32, tf32; dtypes float32; calls one at a time")
     assert captured.out == ""
 
 
@@ -407,3 +505,47 @@ def test_a_closed_pipe_ends_quietly(how, argv, buffered):
     status = proc.wait(timeout=120)
     assert "Traceback" not in err and "Exception ignored" not in err, err
     assert err == "" and status == (0 if argv == ["--help"] and not buffered else 1)
+
+
+# ---- the recorded view: dtype and the way of calling ------------------------------------------
+
+def record(rows, tmp_path, monkeypatch):
+    path = results.write_csv(rows, tmp_path / "rec" / "bench-2026-11-21.csv")
+    monkeypatch.setattr(results, "newest_recorded", lambda: path)
+    return ["bench", "--recorded", "--out", str(tmp_path / "out"), "--no-plots"]
+
+
+def note_and_rows(argv, capsys):
+    assert cli.main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    return doc["note"], doc["rows"]
+
+
+def test_a_recording_of_both_ways_shows_one_at_a_time_unless_asked(tmp_path, monkeypatch, capsys):
+    argv = record(fixture_rows() + fixture_rows("independent"), tmp_path, monkeypatch)
+    note, rows = note_and_rows(argv, capsys)
+    assert {r["calls"] for r in rows} == {"one at a time"} and "Timed one at a time (one product per" in note
+    note, rows = note_and_rows([*argv, "--independent"], capsys)
+    assert {r["calls"] for r in rows} == {"independent"} and "Timed as independent calls (several" in note
+
+
+def test_a_recording_of_independent_calls_only_is_shown_and_says_so(tmp_path, monkeypatch, capsys):
+    argv = record(fixture_rows("independent"), tmp_path, monkeypatch)
+    note, rows = note_and_rows(argv, capsys)
+    assert {r["calls"] for r in rows} == {"independent"}
+    assert "It was timed as independent calls (several products per evaluation, which the GPU may overlap) " \
+        "only, not one at a time." in note
+
+
+def test_dtype_picks_a_recorded_runs_rows(tmp_path, monkeypatch, capsys):
+    half = [dict(r, dtype="bfloat16", peak_kind="BF16" if r["kernel"] == "mx.matmul" else r["peak_kind"])
+            for r in fixture_rows() if r["precision"] == "float32"]
+    argv = record(fixture_rows() + half, tmp_path, monkeypatch)
+    assert {r["dtype"] for r in note_and_rows(argv, capsys)[1]} == {"float32"}
+    rows = note_and_rows([*argv, "--dtype", "bfloat16"], capsys)[1]
+    assert {(r["dtype"], r["kernel"]) for r in rows} == {("bfloat16", k) for k in ("mx.matmul", "naive",
+                                                                                    "tile_simdgroup")}
+    both = note_and_rows([*argv, "--dtype", "float32", "bfloat16", "--sizes", "256"], capsys)[1]
+    assert len(both) == 5 + 3
+    assert cli.main([*argv, "--dtype", "float16"]) == 1
+    assert "has no rows for dtypes float16; " in capsys.readouterr().err

@@ -126,3 +126,22 @@ def test_explain_reads_the_crossover_benchmarks_rows_at_their_precision(tmp_path
     monkeypatch.setattr(results, "recorded_directories", lambda: [tmp_path])
     assert mlx_sgemm.explain((64, 64), (64, 64), precision="tf32", backend="cuda").recorded["ratio"] == 1.18
     assert mlx_sgemm.explain((64, 64), (64, 64), backend="cuda").recorded["ratio"] == 3.3
+
+
+def test_explain_quotes_float32_rows_timed_one_at_a_time_where_a_run_has_both(tmp_path, monkeypatch):
+    """A run with half-dtype rows and both ways of calling: explain's recorded
+    line (of float32 operands) quotes its float32 row timed one at a time, and says so."""
+    from mlx_sgemm.bench import results
+
+    header = "device,kernel,precision,M,N,K,gflops,x_matmul,dtype,calls\n"
+    (tmp_path / "bench-2026-11-28-h100.csv").write_text(
+        header + "GPU,matmul,float32,64,64,64,1000,2.0,float32,one at a time\n"
+        "GPU,matmul,float32,64,64,64,1000,9.0,bfloat16,one at a time\n"
+        "GPU,matmul,float32,64,64,64,1000,3.0,float32,independent\n")
+    (tmp_path / "shapes-2026-11-28-h100.csv").write_text(
+        "device,precision,dtype,calls,batch,M,N,K,b_transposed_view,ratio\n"
+        "GPU,float32,float16,one at a time,,64,64,64,False,7.0\n")
+    monkeypatch.setattr(results, "recorded_directories", lambda: [tmp_path])
+    e = mlx_sgemm.explain((64, 64), (64, 64), backend="cuda")
+    assert (e.recorded["ratio"], e.recorded["calls"]) == (2.0, "one at a time")
+    assert str(e).endswith("(bench-2026-11-28-h100.csv, calls: one at a time)")

@@ -1,15 +1,28 @@
 """The side-by-side benchmark: every kernel next to ``mx.matmul``, over sizes.
 
-Each measurement is one kernel on one (M, N, K): the median time of repeated
-runs after warm-up (:mod:`mlx_sgemm.bench.timing`), GFLOP/s, the ratio to
-``mx.matmul`` at the same precision, measured in the same process, and (on
-sizes up to 8192^3) the error against float64.
+Each measurement is one kernel on one (M, N, K) and operand dtype: the median
+time of repeated runs after warm-up (:mod:`mlx_sgemm.bench.timing`), one product
+per evaluation by default (``calls``: "one at a time", as a user calls it) or
+several independent ones ("independent"), GFLOP/s, the ratio to ``mx.matmul``
+at the same precision on the same operands, measured in the same process, and
+(on sizes up to 8192^3) the error against float64.
 
 Each kernel is timed side by side with ``mx.matmul`` at its precision, in the
 same process, in alternating rounds. On CUDA, ``mx.matmul``'s precision is
 fixed per process by MLX_ENABLE_TF32: the benchmark runs with TF32 off (cuBLAS
 SGEMM: the float32 baseline), and times ``matmul(precision="tf32")`` beside
 cuBLAS's TF32 in a child process with it on.
+
+Precision applies to float32 operands only. float16 and bfloat16 operands
+(``dtypes``; both operands of the one dtype) are measured once per dtype: every
+kernel as a user calls it, ``matmul`` at its default precision, beside
+``mx.matmul`` on the same operands (cuBLAS's half GEMM with float32
+accumulation, which MLX_ENABLE_TF32 does not touch); their rows' precision
+column is :data:`HALF_PRECISION`. Their values are exact in float32 and in
+TF32 alike, so a TF32 row would time another kernel, not another accuracy.
+The error is against float64 of the operands' values; the output is rounded to
+the half dtype, which dominates it, so mx.matmul's row beside it is the
+measure to compare with.
 """
 
 from __future__ import annotations
@@ -28,6 +41,7 @@ import numpy as np
 
 from .. import ops
 from ..dispatch import device, kernel_choice
+from ..dispatch.problem import OPERAND_DTYPES
 from . import accuracy, peaks, timing
 
 # Rows of C checked against float64: a random sample's error estimates the
@@ -41,6 +55,10 @@ ERROR_MAX_WORK = 8192**3
 KERNELS = (*ops.STAGE_OPS, "matmul")  # the journey in order, then the adaptive op
 PRECISIONS = kernel_choice.PRECISIONS
 BASELINE = "mx.matmul"
+DTYPES = tuple(str(d).rpartition(".")[2] for d in OPERAND_DTYPES)  # float32 first
+# The precision column of half-dtype rows: matmul's default, the call a user makes.
+HALF_PRECISION = "float32"
+CALLS = timing.CALLS
 
 
 @dataclass
@@ -64,6 +82,10 @@ class Measurement:
     spread: float | None = None  # (slowest - fastest round) / median round (bench.timing.spread)
     mlx_sgemm_version: str | None = None
     commit: str | None = None  # the checkout's commit, "-dirty" with changes; "" outside git
+    # Runs recorded before these two timed float32 operands as independent
+    # calls (results.read_csv fills them in):
+    dtype: str | None = None  # both operands' dtype: float32, float16 or bfloat16
+    calls: str | None = None  # "one at a time" or "independent" (bench.timing.CALLS)
 
     @classmethod
     def columns(cls) -> list[str]:
@@ -109,11 +131,28 @@ def source_commit() -> str:
     return head.stdout.strip() + ("-dirty" if dirty else "")
 
 
+def as_numpy(x: mx.array) -> np.ndarray:
+    """``x`` as a float32 numpy array: exact for float16 and bfloat16, which
+    numpy cannot take from MLX as they are (it has no bfloat16)."""
+    return np.array(x.astype(mx.float32))
+
+
+class SampledReference:
+    """The error of results of ``a @ b`` on ERROR_SAMPLE_ROWS sampled rows,
+    the float64 reference worked out once for every kernel on the operands."""
+
+    def __init__(self, a: mx.array, b: mx.array, seed: int = 0):
+        m = a.shape[0]
+        rows = np.sort(np.random.default_rng(seed).choice(m, min(m, ERROR_SAMPLE_ROWS), replace=False))
+        self.idx = mx.array(rows)
+        self.reference = accuracy.Reference(as_numpy(a[self.idx]), as_numpy(b))
+
+    def error(self, c: mx.array) -> float:
+        return self.reference.error(as_numpy(c[self.idx]))
+
+
 def sampled_error(c: mx.array, a: mx.array, b: mx.array, seed: int = 0) -> float:
-    m = a.shape[0]
-    rows = np.sort(np.random.default_rng(seed).choice(m, min(m, ERROR_SAMPLE_ROWS), replace=False))
-    idx = mx.array(rows)
-    return accuracy.relative_error(np.array(c[idx]), np.array(a[idx]), np.array(b))
+    return SampledReference(a, b, seed).error(c)
 
 
 def kernel_function(kernel: str, precision: str):
@@ -128,31 +167,44 @@ ROUNDS = 3
 
 
 def side_by_side(kernels: list[str], precision: str, a: mx.array, b: mx.array, repeats: int,
-                 error: bool) -> dict[str, tuple[float, float | None, float]]:
+                 error: bool, calls: str = timing.ONE_AT_A_TIME,
+                 per_evaluation: int | None = None) -> dict[str, tuple[float, float | None, float]]:
     """(seconds, error, spread) of mx.matmul and of each of ``kernels`` at
-    ``precision`` on ``a @ b``, timed in alternating rounds in this process."""
+    ``precision`` on ``a @ b``, timed in alternating rounds in this process,
+    the way ``calls`` says (bench.timing.call_seconds)."""
     fns = {BASELINE: mx.matmul, **{k: kernel_function(k, precision) for k in kernels}}
     rounds = timing.alternating_rounds(
-        {name: (lambda fn=fn: fn(a, b)) for name, fn in fns.items()}, rounds=ROUNDS, repeats=repeats)
-    return {name: (statistics.median(rounds[name]), sampled_error(fn(a, b), a, b) if error else None,
+        {name: (lambda fn=fn: fn(a, b)) for name, fn in fns.items()}, rounds=ROUNDS, repeats=repeats,
+        calls=calls, per_evaluation=per_evaluation)
+    reference = SampledReference(a, b) if error else None
+    return {name: (statistics.median(rounds[name]), reference.error(fn(a, b)) if reference else None,
                    timing.spread(rounds[name]))
             for name, fn in fns.items()}
 
 
-def side_by_side_on(shape, kernels: list[str], precision: str, repeats: int):
-    """side_by_side on fresh random operands of one (M, N, K), the error
-    measured up to ERROR_MAX_WORK; the operands are freed on return."""
+def operands(shape, dtype: str = "float32") -> tuple[mx.array, mx.array]:
+    """Fresh random (M x K, K x N) operands of one (M, N, K), both of ``dtype``
+    (accuracy.random_operands, rounded to it), evaluated."""
     m, n, k = shape
-    a, b = accuracy.random_operands((m, k), (k, n))
+    a, b = (x.astype(getattr(mx, dtype)) for x in accuracy.random_operands((m, k), (k, n)))
     mx.eval(a, b)
-    return side_by_side(kernels, precision, a, b, repeats, m * n * k <= ERROR_MAX_WORK)
+    return a, b
 
 
-def _side_by_side_shapes(shapes, kernels, precision, repeats):
-    """side_by_side_on each (M, N, K) in ``shapes``, as JSON-ready rows."""
+def side_by_side_on(shape, kernels: list[str], precision: str, repeats: int, dtype: str = "float32",
+                    calls: str = timing.ONE_AT_A_TIME, per_evaluation: int | None = None):
+    """side_by_side on fresh random operands of one (M, N, K) and ``dtype``,
+    the error measured up to ERROR_MAX_WORK; the operands are freed on return."""
+    m, n, k = shape
+    a, b = operands(shape, dtype)
+    return side_by_side(kernels, precision, a, b, repeats, m * n * k <= ERROR_MAX_WORK, calls, per_evaluation)
+
+
+def _side_by_side_shapes(shapes, kernels, precision, repeats, calls, per_evaluation):
+    """side_by_side_on each (M, N, K) in ``shapes`` (float32 operands), as JSON-ready rows."""
     rows = []
     for shape in shapes:
-        timed = side_by_side_on(shape, kernels, precision, repeats)
+        timed = side_by_side_on(shape, kernels, precision, repeats, "float32", calls, per_evaluation)
         rows.append([list(shape), {name: list(te) for name, te in timed.items()}])
     return rows
 
@@ -173,9 +225,11 @@ def in_tf32_process(function: str, *args):
     return json.loads(out.strip().splitlines()[-1])
 
 
-def tf32_side_by_side(shapes, kernels: list[str], repeats: int) -> dict[tuple[int, int, int], dict]:
+def tf32_side_by_side(shapes, kernels: list[str], repeats: int, calls: str = timing.ONE_AT_A_TIME,
+                      per_evaluation: int | None = None) -> dict[tuple[int, int, int], dict]:
     """side_by_side at TF32 in a child process with MLX_ENABLE_TF32=1 (in_tf32_process)."""
-    timed_rows = in_tf32_process("measure:_side_by_side_shapes", shapes, kernels, "tf32", repeats)
+    timed_rows = in_tf32_process("measure:_side_by_side_shapes", shapes, kernels, "tf32", repeats, calls,
+                                 per_evaluation)
     return {tuple(s): {name: tuple(te) for name, te in timed.items()} for s, timed in timed_rows}
 
 
@@ -186,9 +240,19 @@ def measure(
     repeats: int = 20,
     peak: peaks.DevicePeak | None = None,
     progress: bool = True,
+    dtypes: list[str] = ("float32",),
+    calls: str = timing.ONE_AT_A_TIME,
+    per_evaluation: int | None = None,
 ) -> list[Measurement]:
-    """Time ``kernels`` (and mx.matmul) on every (M, N, K) in ``shapes``: each
-    precision's kernels side by side with mx.matmul at that precision."""
+    """Time ``kernels`` (and mx.matmul) on every (M, N, K) in ``shapes`` and
+    operands of each of ``dtypes``: for float32 each precision's kernels side
+    by side with mx.matmul at that precision; for a half dtype every kernel
+    once, matmul at its default precision (the module's docstring says why).
+    ``calls`` and ``per_evaluation``: how each product is timed
+    (bench.timing.call_seconds)."""
+    for dtype in dtypes:
+        if dtype not in DTYPES:
+            raise ValueError(f"dtypes must be among {DTYPES}, got {dtype!r}")
     backend = device.backend()
     peak = peak or device_peak()
     name, version = device.name(), mx.__version__
@@ -201,28 +265,35 @@ def measure(
     precisions = [p for p in precisions if p == "float32" or backend == device.CUDA]
     float32_kernels = [k for k in kernels if k != "matmul" or "float32" in precisions]
     tf32 = {}
-    if "tf32" in precisions:
-        tf32 = tf32_side_by_side([list(s) for s in shapes], [k for k in kernels if k == "matmul"], repeats)
+    if "tf32" in precisions and "float32" in dtypes:
+        tf32 = tf32_side_by_side([list(s) for s in shapes], [k for k in kernels if k == "matmul"], repeats,
+                                 calls, per_evaluation)
 
     results = []
 
-    def record(m, n, k, kernel, precision, seconds, err, spread, baseline):
+    def record(m, n, k, dtype, kernel, precision, seconds, err, spread, baseline):
         rate = timing.gflops(m, n, k, seconds)
-        row = dict(backend=backend, kernel=kernel, precision=precision, device=name, M=m, N=n, K=k)
+        row = dict(backend=backend, kernel=kernel, precision=precision, device=name, M=m, N=n, K=k, dtype=dtype)
         results.append(Measurement(
             name, version, date, backend, kernel, precision, m, n, k, seconds, rate,
             peaks.pct_of_units_peak(row, rate, peak), baseline / seconds, err,
-            peaks.units(row), spread, ours, commit,
+            peaks.units(row), spread, ours, commit, dtype, calls,
         ))
 
     for shape in _progress(shapes, progress):
-        timed_by_precision = {"float32": side_by_side_on(shape, float32_kernels, "float32", repeats)}
-        if tuple(shape) in tf32:
-            timed_by_precision["tf32"] = tf32[tuple(shape)]
-        for precision, timed in timed_by_precision.items():
-            base = timed[BASELINE][0]
-            for kernel, (seconds, err, spread) in timed.items():
-                record(*shape, kernel, precision, seconds, err, spread, base)
+        for dtype in dtypes:
+            if dtype == "float32":
+                timed_by_precision = {"float32": side_by_side_on(shape, float32_kernels, "float32", repeats,
+                                                                 dtype, calls, per_evaluation)}
+                if tuple(shape) in tf32:
+                    timed_by_precision["tf32"] = tf32[tuple(shape)]
+            else:
+                timed_by_precision = {HALF_PRECISION: side_by_side_on(shape, list(kernels), HALF_PRECISION, repeats,
+                                                                      dtype, calls, per_evaluation)}
+            for precision, timed in timed_by_precision.items():
+                base = timed[BASELINE][0]
+                for kernel, (seconds, err, spread) in timed.items():
+                    record(*shape, dtype, kernel, precision, seconds, err, spread, base)
     return results
 
 

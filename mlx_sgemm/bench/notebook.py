@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..dispatch import device
-from . import emulation_results, peaks, plots, precision_modes, sweep, tables
+from . import emulation_results, peaks, plots, precision_modes, sweep, tables, timing
 from .measure import BASELINE
 
 RECORDED_ENV = "MLX_SGEMM_NOTEBOOK_RECORDED"
@@ -79,11 +79,18 @@ def mode_text(run: sweep.Run) -> str:
         why = ("no GPU here: MLX runs on its CPU backend, where the kernels cannot run"
                if backend == device.CPU_FALLBACK else f"{RECORDED_ENV}=1 asked for it (MLX backend here: {backend})")
         return (f"**Mode: recorded** ({why}).\n\nEvery speed below is read from `{run.source.name}`, measured on "
-                f"**{first['device']}** with MLX {first['mlx_version']} on {first['date']}. On a machine with an MLX "
-                f"GPU backend this notebook measures live instead (sizes {', '.join(map(str, live_sizes()))}).")
+                f"**{first['device']}** with MLX {first['mlx_version']} on {first['date']}, {_calls(first)}. On a "
+                f"machine with an MLX GPU backend this notebook measures live instead (sizes "
+                f"{', '.join(map(str, live_sizes()))}).")
     first = run.rows[0]
     return (f"**Mode: live**, measured now on **{first['device']}** (MLX {first['mlx_version']}, backend "
-            f"{backend}). Written to `{run.csv}`. Set {RECORDED_ENV}=1 to show the recorded run instead.")
+            f"{backend}), {_calls(first)}. Written to `{run.csv}`. Set {RECORDED_ENV}=1 to show the recorded run "
+            "instead.")
+
+
+def _calls(row: dict) -> str:
+    """How the run's products were timed, in words."""
+    return f"timed {timing.TIMED[row['calls']]}"
 
 
 def _peak(run: sweep.Run) -> peaks.DevicePeak:

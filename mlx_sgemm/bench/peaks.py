@@ -9,7 +9,10 @@ dense FP16 rate (FP32 accumulation: the float16 split's products). A row's
 percentage is of the peak of the units its kernel runs on (:func:`units`): FP32
 FFMA, TF32, or TF32 / 3 for 3xTF32, which spends three TF32 products per
 float32 product; where ``matmul`` runs the float16 split, FP16, or FP16 / 3 for
-its three float16 products per float32 product (3xFP16). For Apple
+its three float16 products per float32 product (3xFP16); ``mx.matmul`` on
+float16 or bfloat16 operands, cuBLAS's half GEMM, FP16 or BF16 tensor cores
+(our kernels compute half operands in float32, on the units of their float32
+path). For Apple
 GPUs the rate is GPU cores x 128 FP32 lanes x 2 FLOP x clock, as the M2 SGEMM
 journey and the M1 Pro matmul tutorial count it (an 8-core M2 at 1.398 GHz:
 2.86 TFLOP/s); their simdgroup matrices run at that rate. An unknown device has
@@ -59,6 +62,11 @@ NVIDIA = (
 # run (off Hopper, or below its bounds) is 3xTF32 on tensor cores; its few-row
 # kernels are FP32 FMAs, but bound by memory.
 FP32, TF32, THREE_TF32, FP16, THREE_FP16 = "FP32", "TF32", "3xTF32", "FP16", "3xFP16"
+# mx.matmul on a pair of half operands: cuBLAS on the half tensor cores. The
+# datasheets give BF16 the FP16 rate (dense: H100 SXM and H200 989.5 TFLOP/s,
+# H100 PCIe 756.5, A100 312), so both are of DevicePeak.fp16_gflops.
+BF16 = "BF16"
+_HALF_TENSOR_CORES = {"float16": FP16, "bfloat16": BF16}
 # The GPUs on which matmul runs the float16 split where kernel_choice's rule takes it (wgmma).
 _HOPPER = re.compile(r"H100|H200")
 _CUDA_FLOAT32_UNITS = {"tile_simdgroup": THREE_TF32, "tile_async": THREE_TF32, "matmul": THREE_TF32}
@@ -107,13 +115,16 @@ def lookup(device_name: str, gpu_cores: int | None = None) -> DevicePeak:
 
 
 def units(row: dict, split: bool = True) -> str:
-    """FP32, TF32, 3xTF32, FP16 or 3xFP16: what the row's kernel multiplies on.
-    For ``matmul``, the kernel kernel_choice's rule picks for the row's M, N
-    and K on its device (a Hopper GPU by its name): the float16 split where
-    it takes the product, FP32 FMAs for its few-row kernels; ``split=False``
-    for rows recorded before the split existed."""
+    """FP32, TF32, 3xTF32, FP16, 3xFP16 or BF16: what the row's kernel
+    multiplies on. For ``matmul``, the kernel kernel_choice's rule picks for
+    the row's M, N and K on its device (a Hopper GPU by its name): the float16
+    split where it takes the product, FP32 FMAs for its few-row kernels;
+    ``split=False`` for rows recorded before the split existed. For
+    ``mx.matmul`` on half operands (the row's ``dtype``), the half tensor cores."""
     if row["backend"] != "cuda":
         return FP32
+    if row["kernel"] == "mx.matmul" and row.get("dtype") in _HALF_TENSOR_CORES:
+        return _HALF_TENSOR_CORES[row["dtype"]]
     if row["kernel"] == "matmul" and row.get("M") is not None:
         hopper = bool(_HOPPER.search(row.get("device") or ""))
         m, n, k = (int(row[d]) for d in "MNK")
@@ -139,7 +150,7 @@ def units_peak(row: dict, peak: DevicePeak) -> float | None:
     kind = row_units(row)
     if kind == FP32:
         return peak.fp32_gflops
-    rate = peak.fp16_gflops if kind in (FP16, THREE_FP16) else peak.tf32_gflops
+    rate = peak.fp16_gflops if kind in (FP16, THREE_FP16, BF16) else peak.tf32_gflops
     if rate is None:
         return None
     return rate / 3 if kind in (THREE_TF32, THREE_FP16) else rate

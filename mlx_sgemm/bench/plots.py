@@ -12,7 +12,9 @@
   (:func:`ceilings`), each kernel drawn in its units' colour; the legend sits
   beside the axes, where it covers no point.
 
-Every plot's title names what it shows, the device, MLX and the run's date.
+Every plot's title names what it shows, the device, MLX, the run's date and
+how its products were called (one at a time or independent). A kernel's
+label names its operands' dtype where they are not float32 (:func:`label`).
 
 The notebook draws three more: :func:`chapter` (one stage of the journey next
 to ``mx.matmul`` under its ceilings), :func:`emulation` (the INT8 emulation's
@@ -28,7 +30,7 @@ import matplotlib
 import matplotlib.pyplot as plt  # noqa: E402
 
 from . import peaks  # noqa: E402
-from .tables import label  # noqa: E402
+from .tables import dtype, label  # noqa: E402
 
 matplotlib.use("Agg")
 
@@ -57,17 +59,28 @@ def _series(rows):
     return series
 
 
+# mx.matmul's line on each operand dtype (its precision picks the colour).
+_BASELINE_LINES = {"float32": "--", "float16": ":", "bfloat16": "-."}
+
+
 def _style(name: str) -> dict:
     if name.startswith("mx.matmul"):
-        return dict(color="black" if "tf32" not in name else "gray", linestyle="--", linewidth=2)
+        half = next((d for d in _BASELINE_LINES if f"({d}" in name), "float32")
+        return dict(color="black" if "tf32" not in name else "gray", linestyle=_BASELINE_LINES[half], linewidth=2)
     return dict(marker="o", markersize=4)
 
 
 def _title(ax, rows, what: str, recorded: bool):
     first = rows[0]
     tag = "recorded run" if recorded else "live run"
-    ax.set_title(f"{what}\n{first['device']} · MLX {first['mlx_version']} · {first['date']} ({tag})",
-                 fontsize=10)
+    calls = " / ".join(dict.fromkeys(r["calls"] for r in rows if r.get("calls")))
+    ax.set_title(f"{what}\n{first['device']} · MLX {first['mlx_version']} · {first['date']} ({tag}"
+                 + (f", {calls}" if calls else "") + ")", fontsize=10)
+
+
+def _operands(rows) -> str:
+    """The rows' operand dtypes, for an axis label."""
+    return " / ".join(dict.fromkeys(dtype(r) for r in rows))
 
 
 def gflops_vs_size(rows, path: Path, recorded: bool):
@@ -85,7 +98,7 @@ def gflops_vs_size(rows, path: Path, recorded: bool):
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("problem size M = N = K")
-    ax.set_ylabel("GFLOP/s (float32 operands)")
+    ax.set_ylabel(f"GFLOP/s ({_operands(square)} operands)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, ncol=2)
     _title(ax, rows, "Throughput by problem size", recorded)
@@ -111,7 +124,7 @@ def ceilings(rows, peak_gflops: float | None = None) -> dict[str, float]:
 
 # A colour per kind of units, shared by its ceiling and the points that ran on it.
 _UNIT_COLORS = {peaks.FP32: "tab:red", peaks.THREE_TF32: "tab:purple", peaks.TF32: "tab:brown",
-                peaks.THREE_FP16: "tab:green", peaks.FP16: "tab:olive"}
+                peaks.THREE_FP16: "tab:green", peaks.FP16: "tab:olive", peaks.BF16: "tab:cyan"}
 
 
 def _unit_color(kind: str) -> str:
@@ -144,7 +157,7 @@ def pct_peak(rows, path: Path, recorded: bool, peak_gflops: float | None):
                                        else "\npeak unknown") + ("\nfastest" if r is top else "")
         for r in at_largest])
     ax.set_ylabel("TFLOP/s; dotted: the peak of its units (FP32, TF32, TF32 / 3 for 3xTF32,\n"
-                  "FP16, FP16 / 3 for the float16 split's 3xFP16)", fontsize=8)
+                  "FP16, FP16 / 3 for the float16 split's 3xFP16, BF16)", fontsize=8)
     ax.set_yscale("log")
     ax.tick_params(axis="x", rotation=30, labelsize=8)
     ax.set_xlabel(f"kernel, at {int(round(largest))}^3")

@@ -11,7 +11,7 @@ import csv
 import re
 from pathlib import Path
 
-from . import peaks
+from . import peaks, timing
 from .measure import Measurement
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent  # mlx_sgemm/
@@ -21,8 +21,32 @@ _RECORDED_CANDIDATES = (_PACKAGE_DIR / "recorded", _PACKAGE_DIR.parent / "benchm
 
 _NUMERIC = {"M": int, "N": int, "K": int, "seconds": float, "gflops": float,
             "pct_peak": float, "x_matmul": float, "error": float, "spread": float}
-# The columns of runs recorded before peak_kind, spread and the version columns.
+# The columns of runs recorded before peak_kind, spread and the version columns,
+# and of those recorded before dtype and calls.
 _FIRST_COLUMNS = Measurement.columns()[:14]
+_BEFORE_DTYPE_COLUMNS = Measurement.columns()[:18]
+# What runs recorded before the dtype and calls columns measured: float32
+# operands (accuracy.random_operands), and median_seconds' independent calls,
+# the only way the sweep and the shape suite's default timed before the column
+# (its "--one-at-a-time" runs say so in their calls column).
+BEFORE_THE_COLUMNS = {"dtype": "float32", "calls": timing.INDEPENDENT}
+
+
+def dtype_of(row: dict) -> str:
+    """A recorded row's operand dtype; float32 for a run without the column."""
+    return row.get("dtype") or BEFORE_THE_COLUMNS["dtype"]
+
+
+def calls_of(row: dict) -> str:
+    """A recorded row's way of calling; independent for a run without the column."""
+    return row.get("calls") or BEFORE_THE_COLUMNS["calls"]
+
+
+def headline_calls(rows) -> str:
+    """The way of calling a run's figures are quoted in: one at a time where
+    the run has it (a user's call), else the way it has."""
+    found = {calls_of(r) for r in rows}
+    return timing.ONE_AT_A_TIME if timing.ONE_AT_A_TIME in found or not found else found.pop()
 
 
 def write_csv(rows: list[dict], path: Path) -> Path:
@@ -53,21 +77,23 @@ def write_table(rows: list[dict], path: str | Path | None, *, echo: bool = True)
 def read_csv(path: Path) -> list[dict]:
     """Rows of a results CSV; missing values become None. Checks the schema.
 
-    A run recorded before the peak_kind, spread and version columns existed is
-    read too: its % of peak, which was of the FP32 rate for every row, is
-    recomputed against the peak of each row's units (bench.peaks.units) where
-    the device is known, and the other new columns are None."""
+    Runs recorded before the later columns are read too. Before peak_kind,
+    spread and the version columns: the % of peak, which was of the FP32 rate
+    for every row, is recomputed against the peak of each row's units
+    (bench.peaks.units) where the device is known, and the other new columns
+    are None. Before dtype and calls: what those runs measured,
+    :data:`BEFORE_THE_COLUMNS`."""
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
-        older = reader.fieldnames == _FIRST_COLUMNS
-        if reader.fieldnames != Measurement.columns() and not older:
+        oldest = reader.fieldnames == _FIRST_COLUMNS
+        if reader.fieldnames != Measurement.columns() and not oldest and reader.fieldnames != _BEFORE_DTYPE_COLUMNS:
             raise ValueError(f"{path}: columns {reader.fieldnames} != {Measurement.columns()}")
         rows = []
         for row in reader:
-            row = {**dict.fromkeys(Measurement.columns()), **row}
+            row = {**dict.fromkeys(Measurement.columns()), **BEFORE_THE_COLUMNS, **row}
             for key, cast in _NUMERIC.items():
                 row[key] = cast(row[key]) if row[key] not in ("", None) else None
-            if older:
+            if oldest:
                 _with_units_peak(row)
             rows.append(row)
     return rows
@@ -86,7 +112,8 @@ def shape_suite_rows(path: Path) -> list[dict]:
     """A recorded shape suite (``benchmarks/shape_suite.py``: ``matmul`` against
     ``mx.matmul`` on model shapes) as the benchmark's rows: two per shape, one
     product each (no batch, B row-major), with GFLOP/s and % of the units'
-    peak worked out from the times, no spread (the suite records none)."""
+    peak worked out from the times, no spread (the suite records none), its
+    dtype and calls (:func:`dtype_of`, :func:`calls_of`)."""
     rows = []
     with open(path, newline="") as f:
         for found in csv.DictReader(f):
@@ -100,7 +127,8 @@ def shape_suite_rows(path: Path) -> list[dict]:
                 row = {**dict.fromkeys(Measurement.columns()), "device": found["device"],
                        "mlx_version": found["mlx_version"], "date": found["date"], "backend": "cuda",
                        "kernel": kernel, "precision": found["precision"], "M": m, "N": n, "K": k,
-                       "seconds": float(seconds), "x_matmul": ratio, "error": float(error) if error else None}
+                       "seconds": float(seconds), "x_matmul": ratio, "error": float(error) if error else None,
+                       "dtype": dtype_of(found), "calls": calls_of(found)}
                 row["gflops"] = 2 * m * n * k / row["seconds"] / 1e9
                 row["peak_kind"] = peaks.units(row)
                 row["pct_peak"] = peaks.pct_of_units_peak(row, row["gflops"], peaks.lookup(row["device"]))

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from . import timing
+from .measure import DTYPES
+
+
+def dtype(row: dict) -> str:
+    """The row's operand dtype; float32 for rows without one (other benchmarks' rows)."""
+    return row.get("dtype") or "float32"
+
 
 def label(row: dict) -> str:
-    """A kernel's name in tables and legends: precision shown where it is not float32."""
-    return row["kernel"] if row["precision"] == "float32" else f"{row['kernel']} ({row['precision']})"
+    """A kernel's name in tables and legends: the operands' dtype and the
+    precision shown where they are not float32."""
+    shown = [x for x in (dtype(row), row["precision"]) if x != "float32"]
+    return row["kernel"] + (f" ({', '.join(shown)})" if shown else "")
 
 
 def by_shape(rows: list[dict]) -> dict[tuple[int, int, int], list[dict]]:
@@ -20,7 +30,8 @@ def by_shape(rows: list[dict]) -> dict[tuple[int, int, int], list[dict]]:
 def table(rows: list[dict]) -> str:
     """One markdown table: kernel | GFLOP/s | spread | % of its units' peak | x mx.matmul | error."""
     lines = [
-        "| kernel | GFLOP/s | spread | % of its units' peak | x mx.matmul (same precision) | rel. error vs float64 |",
+        "| kernel | GFLOP/s | spread | % of its units' peak | x mx.matmul (same precision and dtype) "
+        "| rel. error vs float64 |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
@@ -37,17 +48,24 @@ def table(rows: list[dict]) -> str:
 FOOTNOTE = (
     "% of its units' peak: of the FP32 (FFMA) rate, the TF32 tensor-core rate, or a third of it for "
     "3xTF32 (three TF32 products per float32 product); where matmul runs the float16 split, of the "
-    "FP16 tensor-core rate, or a third of it for 3xFP16. Spread: half the range of the 3 rounds' "
-    "medians, as a share of the median; a ratio within the spreads is noise."
+    "FP16 tensor-core rate, or a third of it for 3xFP16; mx.matmul on float16 or bfloat16 operands, "
+    "of the FP16 / BF16 rate (our kernels compute them in float32). Spread: half the range of the 3 "
+    "rounds' medians, as a share of the median; a ratio within the spreads is noise. Error on half "
+    "operands: against float64 of their values, dominated by the output's rounding to their dtype "
+    "(mx.matmul's beside it)."
 )
 
 
 def tables(rows: list[dict]) -> str:
-    """A heading and a table per problem size, mx.matmul first."""
+    """A heading and a table per problem size and way of calling, each dtype's
+    mx.matmul first."""
     out = []
     for (m, n, k), group in by_shape(rows).items():
-        group = sorted(group, key=lambda r: (not r["kernel"].startswith("mx."), r["precision"]))
-        out.append(f"\n{m}x{n}x{k} ({group[0]['device']}, MLX {group[0]['mlx_version']}, {group[0]['date']})")
-        out.append(table(group))
+        for calls in dict.fromkeys(r.get("calls") for r in group):
+            mine = sorted((r for r in group if r.get("calls") == calls), key=lambda r: (
+                DTYPES.index(dtype(r)), not r["kernel"].startswith("mx."), r["precision"]))
+            how = f"; timed {timing.TIMED[calls]}" if calls in timing.TIMED else ""
+            out.append(f"\n{m}x{n}x{k} ({mine[0]['device']}, MLX {mine[0]['mlx_version']}, {mine[0]['date']}{how})")
+            out.append(table(mine))
     out.append("\n" + FOOTNOTE)
     return "\n".join(out)

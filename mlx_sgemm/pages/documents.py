@@ -29,7 +29,7 @@ CURRENT_FIGURES = {
     "models": models_table.block,
 }
 JOURNEY = {
-    "sweep": sweep_tables.every_size,
+    "sweep": lambda: sweep_tables.every_size(("float32",)),  # the journey's stages are float32 SGEMMs
     "matmul-runs": notebook_spans.matmul_runs,
     "dispatch": dispatch_table.table,
 }

@@ -8,6 +8,7 @@ import statistics
 from pathlib import Path
 
 from ..bench import results
+from ..bench.measure import DTYPES
 from .sweep_figures import ratio, shape_text
 
 GOOD_ENOUGH = 0.8  # the shape suite's line: a product at this ratio or above is counted
@@ -27,13 +28,22 @@ def newest_by_device(pattern: str, key=lambda row: row["device"]) -> dict:
     return found
 
 
+def _suite_key(row: dict) -> tuple[str, str, int, str]:
+    """(GPU, way of calling, operand dtype in DTYPES' order, its name) of a
+    shape-suite row; float32 for suites recorded before the dtype column."""
+    dtype = results.dtype_of(row)
+    return row["device"], results.calls_of(row), DTYPES.index(dtype), dtype
+
+
 def shape_suites() -> str:
-    """Per GPU and way of calling, the newest shape suite: how many shapes at or
-    above 0.8x mx.matmul, the median ratio and the lowest, per precision."""
-    lines = ["| GPU | calls | precision | shapes >= 0.8x | median | lowest | run |", "|---|---|---|---:|---:|---|---|"]
-    runs = newest_by_device("shapes-*.csv", key=lambda r: (r["device"], r["calls"]))
-    for (device, calls), path in sorted(runs.items()):
-        rows = [r for r in _read(path) if r["device"] == device and r["calls"] == calls]
+    """Per GPU, way of calling and operand dtype, the newest shape suite: how
+    many shapes at or above 0.8x mx.matmul, the median ratio and the lowest,
+    per precision."""
+    lines = ["| GPU | calls | dtype | precision | shapes >= 0.8x | median | lowest | run |",
+             "|---|---|---|---|---:|---:|---|---|"]
+    runs = newest_by_device("shapes-*.csv", key=_suite_key)
+    for (device, calls, _, dtype), path in sorted(runs.items()):
+        rows = [r for r in _read(path) if _suite_key(r)[:2] == (device, calls) and results.dtype_of(r) == dtype]
         for precision in dict.fromkeys(r["precision"] for r in rows):
             mine = [r for r in rows if r["precision"] == precision]
             ratios = [float(r["ratio"]) for r in mine]
@@ -41,7 +51,7 @@ def shape_suites() -> str:
             where = shape_text(*(int(low[d]) for d in "MNK")) + (
                 " `x @ W.T`" if low["b_transposed_view"] == "True" else "") + (
                 f", batch {low['batch']}" if low["batch"] else "")
-            lines.append(f"| {device} | {calls} | {precision} | {sum(x >= GOOD_ENOUGH for x in ratios)}/{len(ratios)} "
+            lines.append(f"| {device} | {calls} | {dtype} | {precision} | {sum(x >= GOOD_ENOUGH for x in ratios)}/{len(ratios)} "
                          f"| {ratio(statistics.median(ratios))} | {ratio(float(low['ratio']))} at {where} | "
                          f"`{path.name}` |")
     return "\n".join(lines)

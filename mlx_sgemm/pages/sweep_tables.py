@@ -1,5 +1,6 @@
 """Tables of the newest recorded sweep (:mod:`.sweep_figures`): the README's
-headline and results, and every size for docs/current-figures.md."""
+headline and results (float32 operands), and every size and operand dtype for
+docs/current-figures.md; all of one way of calling, which the captions name."""
 
 from __future__ import annotations
 
@@ -56,18 +57,23 @@ def results_table() -> str:
     return "\n".join(lines)
 
 
-def every_size() -> str:
-    """Every kernel at every size of the sweep: TFLOP/s and the ratio to mx.matmul."""
+def every_size(dtypes=None) -> str:
+    """Every kernel at every size of the sweep, on each of ``dtypes`` it has
+    (None: all): TFLOP/s and the ratio to mx.matmul."""
     s = newest()
     sizes = s.sizes()
     lines = ["| kernel | " + " | ".join(shape_text(n, n, n) for n in sizes) + " |", "|---|" + "---:|" * len(sizes)]
-    for precision in ("float32", "tf32"):
-        for kernel in s.kernels(precision):
-            name = f"`{kernel}`" + ("" if precision == "float32" else " (tf32)")
-            cells = []
-            for n in sizes:
-                r = s.row(kernel, precision, n)
-                cells.append(tflops(r["gflops"]) + ("" if kernel == BASELINE else f" ({ratio(r['x_matmul'])})"))
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines.append(f"\nTFLOP/s (x `mx.matmul` at the same precision). {s.source()}.")
+    for dtype in [d for d in s.dtypes() if dtypes is None or d in dtypes]:
+        squares = {(r["kernel"], r["precision"], r["M"]): r for r in s.shown(dtype) if r["M"] == r["N"] == r["K"]}
+        for precision in s.precisions(dtype):
+            for kernel in s.kernels(precision, dtype):
+                shown = [x for x in (dtype, precision) if x != "float32"]
+                name = f"`{kernel}`" + (f" ({', '.join(shown)})" if shown else "")
+                cells = []
+                for n in sizes:
+                    r = squares.get((kernel, precision, n))
+                    cells.append("-" if r is None else tflops(r["gflops"]) + (
+                        "" if kernel == BASELINE else f" ({ratio(r['x_matmul'])})"))
+                lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines.append(f"\nTFLOP/s (x `mx.matmul` at the same precision, on the same operands). {s.source()}.")
     return "\n".join(lines)

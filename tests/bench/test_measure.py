@@ -5,8 +5,10 @@ mx.matmul, so the ratios are near 1 and the errors tiny); the CUDA test checks
 that the TF32 rows come from a process where mx.matmul really is TF32.
 """
 
+import mlx.core as mx
 import pytest
 
+import mlx_sgemm
 from mlx_sgemm.bench import measure, peaks, timing
 
 from ..conftest import GPU_BACKEND
@@ -88,17 +90,68 @@ def test_the_commit_is_empty_outside_git(monkeypatch):
 
 
 def test_a_shape_is_timed_in_one_set_of_alternating_rounds(monkeypatch):
-    """Ours and mx.matmul in the same rounds, so that a drift of the clock lands on both."""
+    """Ours and mx.matmul in the same rounds, so that a drift of the clock lands on both;
+    one product per evaluation unless asked otherwise."""
     calls = []
 
-    def fake(fns, *, rounds, repeats):
-        calls.append((sorted(fns), rounds, repeats))
+    def fake(fns, *, rounds, repeats, **how):
+        calls.append((sorted(fns), rounds, repeats, how))
         return {name: [1.0 + i] * rounds for i, name in enumerate(fns)}
 
     monkeypatch.setattr(timing, "alternating_rounds", fake)
     measure.measure(SHAPES, ["naive", "matmul"], ["float32"], repeats=5, peak=PEAK, progress=False)
-    assert calls == [(sorted([measure.BASELINE, "naive", "matmul"]), measure.ROUNDS, 5)] * len(SHAPES)
+    one = dict(calls=timing.ONE_AT_A_TIME, per_evaluation=None)
+    assert calls == [(sorted([measure.BASELINE, "naive", "matmul"]), measure.ROUNDS, 5, one)] * len(SHAPES)
     assert measure.ROUNDS >= 2
+    calls.clear()
+    rows = measure.measure(SHAPES[:1], ["naive"], ["float32"], repeats=5, peak=PEAK, progress=False,
+                           calls=timing.INDEPENDENT, per_evaluation=4)
+    assert [how for *_, how in calls] == [dict(calls=timing.INDEPENDENT, per_evaluation=4)]
+    assert {r.calls for r in rows} == {timing.INDEPENDENT}
+
+
+def test_each_dtype_is_timed_on_operands_of_it_beside_mx_matmul_on_the_same(monkeypatch):
+    """Both operands of the dtype; mx.matmul and ours handed the same arrays; a
+    half dtype once, at matmul's default precision, whatever precisions are asked."""
+    handed = {}
+
+    def fake(fns, *, rounds, repeats, **how):
+        for name, fn in fns.items():
+            handed.setdefault(name, []).append(fn().dtype)
+        return {name: [1.0] * rounds for name in fns}
+
+    monkeypatch.setattr(timing, "alternating_rounds", fake)
+    rows = measure.measure([(7, 5, 3)], ["naive", "matmul"], ["float32", "tf32"], repeats=2, peak=PEAK,
+                           progress=False, dtypes=["float32", "float16", "bfloat16"])
+    assert handed == {name: [mx.float32, mx.float16, mx.bfloat16] for name in (measure.BASELINE, "naive", "matmul")}
+    got = {(r.dtype, r.precision, r.kernel) for r in rows}
+    assert got == {(d, measure.HALF_PRECISION, k) for d in measure.DTYPES
+                   for k in (measure.BASELINE, "naive", "matmul")}  # tf32 is CUDA's only
+    assert {r.calls for r in rows} == {timing.ONE_AT_A_TIME}
+    with pytest.raises(ValueError, match="dtypes must be among"):
+        measure.measure([(7, 5, 3)], ["naive"], ["float32"], dtypes=["float64"], peak=PEAK, progress=False)
+
+
+@pytest.mark.parametrize("dtype,bound", [("float16", 2.0**-10), ("bfloat16", 2.0**-7)])
+def test_a_half_products_error_is_against_float64_of_its_operands_values(dtype, bound):
+    """The output rounded to the half dtype dominates: within a unit of its last
+    place, and mx.matmul's beside it alike; float32 stays far below."""
+    a, b = measure.operands((64, 48, 96), dtype)
+    reference = measure.SampledReference(a, b)
+    ours, theirs = reference.error(mlx_sgemm.matmul(a, b)), reference.error(mx.matmul(a, b))
+    assert 0 < ours < bound and 0 < theirs < bound
+    a32, b32 = measure.operands((64, 48, 96))
+    assert measure.sampled_error(mx.matmul(a32, b32), a32, b32) < 1e-6
+
+
+@pytest.mark.parametrize("dtype,units", [("float16", "FP16"), ("bfloat16", "BF16"), ("float32", "FP32")])
+def test_mx_matmul_on_half_operands_is_of_the_half_tensor_cores(dtype, units):
+    row = dict(backend="cuda", kernel="mx.matmul", precision="float32", dtype=dtype, device="NVIDIA H100 80GB HBM3")
+    assert peaks.units(row) == units
+    expected = 989_500 if units != "FP32" else 67_000
+    assert peaks.units_peak(row, peaks.lookup("NVIDIA H100 80GB HBM3")) == pytest.approx(expected)
+    ours = dict(row, kernel="tile_threads")
+    assert peaks.units(ours) == "FP32"  # our kernels compute half operands in float32
 
 
 @pytest.mark.skipif(GPU_BACKEND != "cuda", reason="TF32 exists on MLX's CUDA backend only")

@@ -3,7 +3,7 @@ ceilings, the accuracy section's sources, on the recorded run (no GPU needed).""
 
 import pytest
 
-from mlx_sgemm.bench import notebook, peaks, plots, precision_modes
+from mlx_sgemm.bench import notebook, peaks, plots, precision_modes, timing
 from mlx_sgemm.dispatch import device
 
 
@@ -40,6 +40,7 @@ def test_the_recorded_mode_says_so_and_names_its_file(run):
     text = notebook.mode_text(run)
     assert text.startswith("**Mode: recorded**") and f"`{run.source.name}`" in text
     assert run.rows[0]["device"] in text
+    assert f"timed {timing.TIMED[run.rows[0]['calls']]}" in text  # how its products were called
 
 
 def test_every_chapter_has_a_row_per_size_and_its_units_ceiling(run):
