@@ -37,6 +37,8 @@ import tempfile
 import time
 
 CONFIGS = [("float32", "float32"), ("float32", "tf32"), ("bfloat16", "float32")]  # (dtype, precision)
+# What --configs names each by: the model's precision, float32's two or bfloat16.
+CONFIG_NAMES = {"float32": CONFIGS[0], "tf32": CONFIGS[1], "bfloat16": CONFIGS[2]}
 COLUMNS = ["date", "device", "mlx", "commit", "model", "dtype", "precision", "phase", "tokens", "ours_s", "mlx_s",
            "ratio"]
 
@@ -155,6 +157,10 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and MLX's")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per round (median)")
     parser.add_argument("--csv", default=None, help="append the rows to this CSV")
+    parser.add_argument("--configs", nargs="+", choices=list(CONFIG_NAMES), default=list(CONFIG_NAMES),
+                        help="which models: float32 layers, TF32 layers, bfloat16 (default: all)")
+    parser.add_argument("--no-first-calls", action="store_true",
+                        help="skip the first-call timings (a process each, the longest part)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--dtype", default="float32", help=argparse.SUPPRESS)
     parser.add_argument("--precision", default="float32", help=argparse.SUPPRESS)
@@ -174,10 +180,12 @@ def main(argv=None) -> int:
     common = dict(date=datetime.date.today().isoformat(), device=device.name(), mlx=mx.__version__,
                   commit=measure.source_commit(), model=f"{args.architecture} {args.layers} layers of {'7B' if args.size == '7b' else 'small'} shape")
     rows = []
-    for dtype, precision in CONFIGS:
+    for dtype, precision in (CONFIG_NAMES[name] for name in args.configs):
         config = ["--dtype", dtype, "--precision", precision]
         for row in _in_child(args, config):
             rows.append(dict(common, dtype=dtype, precision=precision, **row, ratio=row["mlx_s"] / row["ours_s"]))
+        if args.no_first_calls:
+            continue
         with tempfile.TemporaryDirectory() as ptx:
             first = {}
             for cache in ("new_process", "cached"):
