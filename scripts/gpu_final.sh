@@ -8,7 +8,7 @@ case "$1" in
     # Every test that can run there: all but the Metal CPU harness (its clang,
     # from ziglang, is not carried), the CUDA compile checks (the GPU runs the
     # kernels themselves), the notebook and the workflow check (their packages
-    # are not carried either), and the collection check (CI's concern). Four
+    # are not carried either), and the collection check (CI's concern). Five
     # groups at once, to fit one call; the one timing test runs alone after.
     skip="--ignore=tests/metal --ignore=tests/build/test_cuda_compile.py
       --ignore=tests/test_notebook.py --ignore=tests/test_ci_workflow.py
@@ -21,7 +21,9 @@ case "$1" in
     run_group dtypes-bf16 tests/gpu/test_gpu_dtypes.py -k bfloat16 &
     run_group dtypes-rest tests/gpu/test_gpu_dtypes.py -k "not bfloat16" &
     run_group gpu-rest tests/gpu --ignore=tests/gpu/test_gpu_dtypes.py --deselect $timing &
-    run_group cpu-side tests --ignore=tests/gpu $skip &
+    # MLX's test_blas.py routed to every op takes ~3 minutes alone: a group of its own.
+    run_group conformance tests/conformance &
+    run_group cpu-side tests --ignore=tests/gpu --ignore=tests/conformance $skip &
     wait
     run_group timing $timing -s
     for log in "$OUT"/pytest-*.log; do

@@ -215,6 +215,45 @@ def show_int8_accuracy() -> None:
                      + emulation_results.accuracy_summary(accuracy.rows)))
 
 
+# Chapter 8's live shapes: a prefill-sized projection, a square product, and a token's.
+HALF_SHAPES = ((512, 14336, 4096), (4096, 4096, 4096), (1, 4096, 4096))
+
+
+def half_precision_table() -> str:
+    """Chapter 8 as Markdown: live on a CUDA GPU, ``x @ W.T`` in bfloat16 and
+    float16 at HALF_SHAPES, ours against mx.matmul one product at a time; else
+    (or in recorded mode) the newest recorded shape suite's half rows."""
+    from ..pages import half_precision
+
+    if mode() == "recorded" or device.backend() != device.CUDA:
+        return half_precision.suite_table()
+    import mlx.core as mx
+    import numpy as np
+
+    from .. import ops
+
+    lines = [f"Measured now on {device.name()}, one product per evaluation, `x @ W.T`:", "",
+             "| dtype | M x N x K | ours, us | mx.matmul, us | x mx.matmul |", "|---|---|---:|---:|---:|"]
+    for dtype in half_precision.HALF_DTYPES:
+        for m, n, k in HALF_SHAPES:
+            rng = np.random.default_rng(0)
+            x = mx.array(rng.standard_normal((m, k), dtype=np.float32)).astype(getattr(mx, dtype))
+            w = mx.array(rng.standard_normal((n, k), dtype=np.float32)).astype(getattr(mx, dtype))
+            mx.eval(x, w)
+            t = timing.alternating_medians({"ours": lambda: ops.matmul(x, w.T), "mx": lambda: mx.matmul(x, w.T)},
+                                           calls=timing.ONE_AT_A_TIME)
+            lines.append(f"| {dtype} | {m}x{n}x{k} | {t['ours'] * 1e6:,.0f} | {t['mx'] * 1e6:,.0f} "
+                         f"| {t['mx'] / t['ours']:.2f}x |")
+    return "\n".join(lines)
+
+
+def show_half_precision() -> None:
+    """Display :func:`half_precision_table`."""
+    from IPython.display import Markdown, display
+
+    display(Markdown(half_precision_table()))
+
+
 def accuracy_rows(run: sweep.Run) -> tuple[list[dict], str]:
     """The precision modes' errors, and a sentence on where they come from:
     measured now on the GPU (live), else the newest recorded precision-modes

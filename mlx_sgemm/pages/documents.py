@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import (dispatch_table, install_sizes, log_index, markers, models_table, notebook_spans,
+from . import (dispatch_table, half_precision, install_sizes, log_index, markers, models_table, notebook_spans,
                recorded_summaries, sweep_tables)
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -32,6 +32,9 @@ JOURNEY = {
     "sweep": lambda: sweep_tables.every_size(("float32",)),  # the journey's stages are float32 SGEMMs
     "matmul-runs": notebook_spans.matmul_runs,
     "dispatch": dispatch_table.table,
+    "half-suite": half_precision.suite_table,
+    "half-bandwidth": half_precision.weight_bandwidth,
+    "models": models_table.block,
 }
 NOTEBOOK = {
     "headline": notebook_spans.headline,

@@ -64,7 +64,9 @@ def block(directories=None) -> str:
             cells.append(" / ".join(_latency(phases.get(p)) for p in (new, cached)))
         lines.append("| " + " | ".join(cells) + " |")
     first = rows[0]
-    commit = f", commit `{first['commit']}`" if first["commit"] else ""
+    # A run may hold rows measured on several commits (a model re-measured after a change).
+    commits = list(dict.fromkeys(r["commit"] for r in rows if r["commit"]))
+    commit = (f", commit{'s' if len(commits) > 1 else ''} " + ", ".join(f"`{c}`" for c in commits)) if commits else ""
     lines.append(f"\n{first['device']}, MLX {first['mlx']}, {first['date']}{commit} "
                  f"(`benchmarks/results/{path.name}`). x MLX: MLX's time over ours (above 1, ours is faster); "
                  "precision float32 is against MLX with `MLX_ENABLE_TF32=0`, tf32 against MLX's default. "

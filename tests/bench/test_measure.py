@@ -125,8 +125,10 @@ def test_each_dtype_is_timed_on_operands_of_it_beside_mx_matmul_on_the_same(monk
                            progress=False, dtypes=["float32", "float16", "bfloat16"])
     assert handed == {name: [mx.float32, mx.float16, mx.bfloat16] for name in (measure.BASELINE, "naive", "matmul")}
     got = {(r.dtype, r.precision, r.kernel) for r in rows}
+    # TF32 is CUDA's only: there matmul and cuBLAS are also timed at TF32 (float32 operands).
+    tf32 = {("float32", "tf32", k) for k in (measure.BASELINE, "matmul")} if GPU_BACKEND == "cuda" else set()
     assert got == {(d, measure.HALF_PRECISION, k) for d in measure.DTYPES
-                   for k in (measure.BASELINE, "naive", "matmul")}  # tf32 is CUDA's only
+                   for k in (measure.BASELINE, "naive", "matmul")} | tf32
     assert {r.calls for r in rows} == {timing.ONE_AT_A_TIME}
     with pytest.raises(ValueError, match="dtypes must be among"):
         measure.measure([(7, 5, 3)], ["naive"], ["float32"], dtypes=["float64"], peak=PEAK, progress=False)

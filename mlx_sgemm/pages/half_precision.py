@@ -1,0 +1,81 @@
+"""Chapter 8's figures, from the recorded runs: the newest shape suite's half
+operands against the issue's targets (benchmarks/shape_suite.py --dtype), and
+the bytes of W the few-row products read per second
+(benchmarks/half_precision.py, ``half-precision-*.csv``)."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from pathlib import Path
+
+from ..bench import results
+from .sweep_figures import ratio, shape_text
+
+HALF_DTYPES = ("bfloat16", "float16")
+# The targets, by rows of C: products of a few rows (bound by reading W) at
+# least level with mx.matmul, products of 128 rows and more at least 0.9x.
+FEW_ROWS, MANY_ROWS = 8, 128
+TARGETS = {"M <= 8": 1.0, "M >= 128": 0.9}
+NONE_YET = "No shape suite with half operands is recorded yet (`benchmarks/shape_suite.py --dtype bfloat16 float16`)."
+
+
+def _read(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _newest_half_suite() -> tuple[Path, list[dict]] | None:
+    for path in results.recorded_runs("shapes-*.csv"):  # newest first
+        rows = [r for r in _read(path) if results.dtype_of(r) in HALF_DTYPES]
+        if rows:
+            return path, rows
+    return None
+
+
+def _shape(row: dict) -> str:
+    text = shape_text(int(row["M"]), int(row["N"]), int(row["K"]))
+    return text + (" `x @ W.T`" if row.get("b_transposed_view") == "True" else "") + (
+        f", batch {row['batch']}" if row.get("batch") else "")
+
+
+def suite_table() -> str:
+    """Per half dtype and class of rows, the newest suite's shapes at or above
+    the target, the median and lowest ratio to mx.matmul."""
+    found = _newest_half_suite()
+    if found is None:
+        return NONE_YET
+    path, rows = found
+    device, calls = rows[0]["device"], results.calls_of(rows[0])
+    lines = [f"{device}, {calls}, `{path.name}` (ratio: mx.matmul's time over ours, the same dtype):", "",
+             "| dtype | rows of C | target | shapes at or above it | median | lowest |",
+             "|---|---|---:|---:|---:|---|"]
+    for dtype in HALF_DTYPES:
+        for label, target in TARGETS.items():
+            mine = [r for r in rows if results.dtype_of(r) == dtype
+                    and (int(r["M"]) <= FEW_ROWS if label == "M <= 8" else int(r["M"]) >= MANY_ROWS)]
+            if not mine:
+                continue
+            ratios = [float(r["ratio"]) for r in mine]
+            low = min(mine, key=lambda r: float(r["ratio"]))
+            lines.append(f"| {dtype} | {label} | {ratio(target)} | {sum(x >= target for x in ratios)}/{len(ratios)} "
+                         f"| {ratio(statistics.median(ratios))} | {ratio(float(low['ratio']))} at {_shape(low)} |")
+    return "\n".join(lines)
+
+
+def weight_bandwidth() -> str:
+    """A token's products' bytes of W read per second (M = 1, ``x @ W.T``),
+    ours and mx.matmul's, from the newest half-precision run (8 products by
+    distinct weights evaluated together)."""
+    runs = results.recorded_runs("half-precision-*.csv")
+    if not runs:
+        return "No half-precision run is recorded yet (`benchmarks/half_precision.py`)."
+    rows = [r for r in _read(runs[0])
+            if r["w_gbs"] and r["chosen"] == "True" and r["layout"] == "transposed" and r["M"] == "1"]
+    lines = [f"{rows[0]['device'] if rows else ''}, `x @ W.T`, `{runs[0].name}`:", "",
+             "| dtype | M x N x K | kernel | W read by ours | by mx.matmul |", "|---|---|---|---:|---:|"]
+    for r in rows:
+        share = float(r["w_pct_bandwidth"])
+        lines.append(f"| {r['dtype']} | {shape_text(int(r['M']), int(r['N']), int(r['K']))} | `{r['kernel']}` "
+                     f"| {float(r['w_gbs']):,.0f} GB/s ({share:.0f}% of the GPU's) | {float(r['mx_w_gbs']):,.0f} GB/s |")
+    return "\n".join(lines)
