@@ -12,8 +12,8 @@ result has the dtype ``mx.matmul`` gives those operands (``mx.result_type``:
 float16 @ float16 is float16, bfloat16 @ bfloat16 bfloat16, every other mix
 float32). Other dtypes raise TypeError naming the operand (``mx.matmul`` would
 promote an integer operand mixed with a float one; we do not). Every kernel
-accumulates in float32 and writes a float32 product, which is cast once to
-the result dtype. How a half operand reaches the kernel depends on the stage
+accumulates in float32; the product is rounded once to the result dtype, by
+the kernel (half_wgmma, the small-M kernels) or by one cast after it. How a half operand reaches the kernel depends on the stage
 (:attr:`mlx_sgemm.build.specs.KernelSpec.converts_on_load` and
 :attr:`~mlx_sgemm.build.specs.KernelSpec.half_tiles`; ``mlx_sgemm.explain``
 says which, per operand):
@@ -37,17 +37,24 @@ says which, per operand):
   windows in flight), ``small_m_wide`` in registers. On Metal: ``naive``,
   ``tile_16`` / ``tile_32``, ``tile_threads``, and for a mixed pair
   ``tile_simdgroup`` and ``small_m``, all reading through ``sgemm::Operand``.
+* on the tensor cores as they are, on Hopper, where both operands are float16
+  or both bfloat16: ``matmul`` (from 9 rows up, and ``deterministic=True``)
+  runs ``half_wgmma``, which the TMA feeds with the operands as they lie in
+  memory and whose ``wgmma`` products accumulate in float32; it rounds C to
+  the half type itself (chapter 8 of docs/journey.md). So do the small-M
+  kernels, for a pair of one half type.
 * cast first, by one ``astype(float32)`` of the whole operand on the op's
   stream: CUDA's ``tile_async`` and ``tile_wgmma`` (``matmul`` from 9 rows up
-  on Hopper, and ``deterministic=True`` there), and Metal's ``tile_async`` and
-  fused ``gemm`` for a mixed pair. Their copies (cp.async, the TMA,
-  simdgroup_async_copy) move bytes into tiles that the matrix units read as
-  float32, which leaves no step to convert in.
+  on Hopper for a mixed pair), and Metal's ``tile_async`` and fused ``gemm``
+  for a mixed pair. Their copies (cp.async, the TMA, simdgroup_async_copy)
+  move bytes into tiles that the matrix units read as float32, which leaves
+  no step to convert in.
 
 So on CUDA ``matmul`` converts on load where a product is bound by reading its
-operands (M <= 8: small_m, small_m_wide), and casts where the cast is a small
-part of the time (larger products, on the tensor-core pipelines); on Metal it
-casts only a mixed pair for ``tile_async``. The casts are inside the custom
+operands (M <= 8: small_m, small_m_wide), multiplies a pair of one half type
+on the half tensor cores on Hopper, and casts a mixed pair where the cast is a
+small part of the time (larger products, on the tensor-core pipelines); on
+Metal it casts only a mixed pair for ``tile_async``. The casts are inside the custom
 function, so gradients come back in the operands' dtypes. On the CPU
 fallback ``mx.matmul`` takes the halves as they are (same result dtype).
 

@@ -8,8 +8,9 @@ check), so the two cannot drift apart.
 
 Every kernel has the same interface: inputs ``a`` (..., M, K), ``b`` (..., K, N)
 and ``params`` (int32, layout in :mod:`mlx_sgemm.dispatch.problem`), output ``c``
-(..., M, N), float32. Each threadgroup computes one ``block_m x block_n`` tile of
-one batch entry; the grid enumerates those tiles on its x axis.
+(..., M, N), float32 (or a half type: ``output_type``). Each threadgroup computes one
+``block_m x block_n`` tile of one batch entry; the grid enumerates those tiles on its x
+axis (a persistent kernel's blocks walk several).
 
 Element types. A kernel that ``converts_on_load`` reads float16 and bfloat16
 operands as they are, each element converted to float32 as it is loaded
@@ -31,6 +32,12 @@ simdgroup.h decides it from the pointer types, so one body serves every
 type). A mixed pair (a half and a float32 operand, or float16 with bfloat16)
 is converted to float32 on load where the kernel converts on load, else cast
 first. Half tiles are not measured to be faster: there is no Apple GPU here.
+
+CUDA's ``half_wgmma`` (:func:`cuda_half_wgmma`, chapter 8) reads operands of
+one half type as they are on Hopper's tensor cores, an instance per half type
+and output type (its template types ``TA``, ``TB``, ``TC``); the small-M
+kernels have instances that round C to their operands' half type
+(:meth:`KernelSpec.rounding_to`).
 
 The other kernels (CUDA's ``tile_async`` and ``tile_wgmma``, and Metal's
 ``tile_async`` and ``gemm`` for a mixed pair) copy bytes

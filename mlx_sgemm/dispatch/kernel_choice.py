@@ -18,12 +18,15 @@ tile_async's single TF32 pass. On Metal the pipelined simdgroup-matrix kernel
 (tile_async) is the choice, and for M <= 8 the 8-row variant of
 tile_simdgroup (small_m, after Akunu's GEMM chapter's small GEMM). Neither Metal choice is measured here (no Apple GPU).
 
-The choice is by shape and precision, not by the operands' dtypes: for
-float16 / bfloat16 operands the chosen kernel runs as its instance for their
-element types where it converts on load (``Launch.reading``: the small-M
-kernels, which matmul picks for up to 8 rows, among others), and the others
-get their half operands cast to float32 first; ``operand_conversions`` says
-which, per operand (``mlx_sgemm.explain`` shows it).
+The choice is by shape and precision; the operands' dtypes then decide its
+instance (``for_operands``). On Hopper a pair of one half type goes from the
+tensor-core kernels to half_wgmma (chapter 8: the halves multiplied as they
+are, C rounded once), whatever the precision; otherwise the chosen kernel runs
+as its instance for their element types where it converts on load
+(``Launch.reading``: the small-M kernels, which matmul picks for up to 8 rows,
+among others, and which round C to a half type themselves), and the others get
+their half operands cast to float32 first; ``operand_conversions`` says which,
+per operand (``mlx_sgemm.explain`` shows it).
 
 That is the heuristic. ``mlx_sgemm.autotune`` times the candidates for a shape
 instead, once per (device, precision, shape class), and what it found (kept in
