@@ -25,27 +25,10 @@ import csv
 import datetime
 import math
 import statistics
-import time
 
 SHAPES = ([(m, n, k) for m in (1, 4, 8, 32, 128, 512, 2048) for n, k in ((4096, 4096), (14336, 4096), (4096, 14336))]
           + [(4096, 4096, 4096), (8192, 8192, 8192)])
 DTYPES = ("bfloat16", "float16")
-
-
-def synchronized_seconds(fn, repeats: int) -> float:
-    """Median seconds of one call of ``fn`` evaluated alone and waited for."""
-    import mlx.core as mx
-
-    for _ in range(3):
-        mx.eval(fn())
-    mx.synchronize()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        mx.eval(fn())
-        mx.synchronize()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def alternating(fns: dict, rounds: int, repeats: int, chained: bool) -> dict[str, float]:
@@ -60,7 +43,7 @@ def alternating(fns: dict, rounds: int, repeats: int, chained: bool) -> dict[str
     for _ in range(rounds):
         for name, fn in fns.items():
             times[name].append(timing.median_seconds(fn, repeats=repeats) if chained
-                               else synchronized_seconds(fn, repeats))
+                               else timing.one_call_seconds(fn, repeats=repeats))
     return {name: statistics.median(t) for name, t in times.items()}
 
 
