@@ -27,6 +27,7 @@ measure to compare with.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -108,11 +109,13 @@ def apple_gpu_cores() -> int | None:
 
 
 def device_peak(peak_gflops=None, bandwidth=None) -> peaks.DevicePeak:
+    """This device's peaks (its datasheet's), the FP32 rate and the bandwidth
+    overridden where given; its other rates (TF32, INT8, FP16) kept."""
     found = peaks.lookup(device.name(), apple_gpu_cores())
-    return peaks.DevicePeak(
-        peak_gflops or found.fp32_gflops, bandwidth or found.bandwidth_gbs,
-        "command line" if peak_gflops or bandwidth else found.source, found.tf32_gflops,
-    )
+    if not (peak_gflops or bandwidth):
+        return found
+    return dataclasses.replace(found, fp32_gflops=peak_gflops or found.fp32_gflops,
+                               bandwidth_gbs=bandwidth or found.bandwidth_gbs, source="command line")
 
 
 def source_commit() -> str:
