@@ -19,7 +19,7 @@ import mlx.core as mx
 
 from . import ops
 from .bench import results
-from .build import specs
+from .build import launcher, specs
 from .dispatch import device, kernel_choice, tuning_cache
 from .dispatch.problem import OPERAND_DTYPES, check_bool, check_operand, dtype_name, plan
 
@@ -158,6 +158,12 @@ def _layouts(backend: str, spec, b_transposed: bool) -> dict:
         return {"a": "copied row-contiguous by MLX first", "b": "copied row-contiguous by MLX first"}
     b = ("a transposed view (x @ W.T): read in place, down its columns" if b_transposed
          else "row-major: read in place")
+    if spec.source_file == "half_wgmma.cu":  # 16-bit wgmma reads either layout (chapter 8)
+        return {
+            "a": "read in place at its strides; by TMA, row-major (K-major tiles) or a transposed view (MN-major)",
+            "b": b + "; by TMA into " + ("K-major tiles (W's rows)" if b_transposed else "MN-major tiles")
+                 + "; other strides are written into the tiles element by element",
+        }
     if spec.tensor_maps:
         b += "; by TMA" + (" (B^T's rows into a swizzled tile)" if b_transposed else " (swizzled panels)")
     return {
@@ -305,6 +311,9 @@ def explain(
         **dict(_parameter(k, v) for k, v in spec.template),
         "blocks": tiles_m * tiles_n * p.batch * how.k_splits,
     }
+    if spec.persistent:  # a block an SM or so, each walking its matrix's tiles
+        parameters["tiles"] = parameters["blocks"]
+        parameters["blocks"] = launcher.blocks_per_matrix(spec, p, how.k_splits) * p.batch * how.k_splits
     if spec.shared_memory:
         parameters["shared_memory"] = f"{spec.shared_memory // 1024} KB"
     unit = "fma" if kernel_choice.runs_on_fma(spec) else "tensor"
@@ -326,6 +335,8 @@ def explain(
                     f"in float32, rounded once to {types[0]} (precision= concerns float32 operands alone)")
     else:
         contract = _CONTRACTS[(precision, unit)]
+        if spec.output_type != "float32":  # a small-M kernel's rounding instance
+            contract += f", rounded once to {spec.output_type} in the kernel"
     return Explanation(
         shape, backend, name, precision, spec.stage, f"kernels/{backend}/{spec.source_file}", parameters,
         how.k_splits, (pad_k, pad_n), chosen_by, _layouts(backend, spec, b_transposed), dtypes,

@@ -187,6 +187,9 @@ def test_explain_says_which_operands_are_converted_on_load_and_which_cast(dtypes
             assert "rounded once to" in e.contract and "both operands" in e.chosen_by
         text = str(small) + str(large)
         assert f"{name(dtypes[0])}: read as it is into shared memory by the TMA" in text
+        # A persistent kernel: a block an SM or so, walking the tiles.
+        assert split.parameters["tiles"] == 512 and split.parameters["blocks"] == 132
+        assert small.contract.endswith(f"rounded once to {name(dtypes[0])} in the kernel")
     else:  # a mixed pair: the float32 kernels, the half operand cast first
         assert large.kernel == "tile_wgmma" and split.kernel == "fp16_emulated"
         assert large.conversions == split.conversions == cast
