@@ -276,7 +276,7 @@ def explain(
     tuned = None
     if deterministic:
         how = kernel_choice.for_operands(kernel_choice.deterministic(backend, precision, has_wgmma), backend, p,
-                                         types, deterministic=True)
+                                         types, deterministic=True, matmul=True, wgmma=has_wgmma)
         pad_k = pad_n = 0
         chosen_by = "deterministic mode: one kernel for every shape, K never split, no autotune lookup"
     else:
@@ -286,7 +286,8 @@ def explain(
         def choose(backend_, p_):
             return tuned or kernel_choice.heuristic(backend_, precision, p_, has_wgmma)
 
-        pad_k, pad_n, _, _, how = ops.route_plan(choose, backend, a_shape, b_shape, True, types)
+        choose.matmul = True  # matmul's choice, as kernel_choice.chooser's
+        pad_k, pad_n, _, _, how = ops.route_plan(choose, backend, a_shape, b_shape, True, types, wgmma=has_wgmma)
         if tuned is not None:
             chosen_by = f"autotune cache ({tuning_cache.cache_path()}), entry {how.key}"
         else:

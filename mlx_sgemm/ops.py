@@ -261,7 +261,8 @@ def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, a_dtype, b_dtyp
 
 
 def route_plan(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool,
-               operand_types: tuple[str, str] = specs.FLOAT32_OPERANDS, float32_out: bool = False):
+               operand_types: tuple[str, str] = specs.FLOAT32_OPERANDS, float32_out: bool = False,
+               wgmma: bool | None = None):
     """(pad_k, pad_n, padded a_shape, padded b_shape, launch): what ``forward``
     runs for one pair of operand shapes and element types (dtype names), before
     anything is built (``mlx_sgemm.explain`` shows it). The launch is
@@ -269,7 +270,8 @@ def route_plan(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool,
     one half type where matmul's choice is a Hopper tensor-core kernel, else the
     chosen kernel's instance that reads them as they are where it can. Rows are
     padded to 16-byte alignment in halves for a pair of one half type (also
-    aligned, if more than needed, should they be cast to float32)."""
+    aligned, if more than needed, should they be cast to float32). ``wgmma``:
+    whether to plan for a Hopper GPU (None: ask the device; explain plans for others)."""
     halves = operand_types[0] == operand_types[1] != "float32"
     p = plan(a_shape, b_shape)
     pad_k, pad_n = kernel_choice.padding(backend, p, 2 if halves else 4) if pad else (0, 0)
@@ -278,7 +280,8 @@ def route_plan(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool,
         b_shape = (*b_shape[:-2], b_shape[-2] + pad_k, b_shape[-1] + pad_n)
         p = plan(a_shape, b_shape)
     how = kernel_choice.for_operands(choose(backend, p), backend, p, operand_types, float32_out,
-                                     getattr(choose, "deterministic", False))
+                                     getattr(choose, "deterministic", False), getattr(choose, "matmul", False),
+                                     wgmma)
     return pad_k, pad_n, a_shape, b_shape, how
 
 

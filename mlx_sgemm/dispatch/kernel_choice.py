@@ -464,7 +464,7 @@ def deterministic_chooser(precision: str):
     :func:`deterministic`, whatever the plan. (Marked ``deterministic``, which
     :func:`for_operands` honours for half operands.)"""
     choose = lambda backend, _p: deterministic(backend, precision)  # noqa: E731
-    choose.deterministic = True
+    choose.deterministic = choose.matmul = True
     return choose
 
 
@@ -480,15 +480,20 @@ _HOPPER_TENSOR_CORE_SOURCES = ("tile_wgmma.cu", "half_products.cu", "int8_produc
 
 
 def for_operands(launch: Launch, backend: str, p: Plan, operand_types: tuple[str, str],
-                 float32_out: bool = False, deterministic: bool = False) -> Launch:
-    """``launch`` (matmul's choice for ``p``) for operands of element types
+                 float32_out: bool = False, deterministic: bool = False, matmul: bool = False,
+                 wgmma: bool | None = None) -> Launch:
+    """``launch`` (a chooser's launch for ``p``) for operands of element types
     ``operand_types``: half_wgmma (:func:`half_launch`) for one half type where
-    the choice is a Hopper tensor-core kernel, else :meth:`Launch.reading`.
-    ``float32_out``: the product as float32, not rounded to the half type
-    (gemm); ``deterministic``: ``matmul(..., deterministic=True)``'s launch."""
+    the choice is a Hopper tensor-core kernel, or where ``matmul`` (the chooser
+    is matmul's) on a Hopper GPU (``wgmma``; None asks the device) for more
+    than SMALL_M rows, whatever the autotuner found for float32 operands of the
+    shape class; else :meth:`Launch.reading`. ``float32_out``: the product as
+    float32, not rounded to the half type (gemm); ``deterministic``:
+    ``matmul(..., deterministic=True)``'s launch."""
     a_type, b_type = operand_types
     one_half_type = backend == device.CUDA and a_type == b_type != "float32"
-    if one_half_type and launch.spec.source_file in _HOPPER_TENSOR_CORE_SOURCES:
+    if one_half_type and (launch.spec.source_file in _HOPPER_TENSOR_CORE_SOURCES or (
+            matmul and p.M > SMALL_M and (device.has_wgmma() if wgmma is None else wgmma))):
         return half_launch(p, a_type, float32_out, deterministic)
     reading = launch.reading(a_type, b_type)
     if one_half_type and launch.spec.stage in specs.ROUNDS_IN_KERNEL and launch.k_splits == 1 and not float32_out:
@@ -543,7 +548,9 @@ def half_k_splits(p: Plan, bm: int, bn: int) -> int:
 def chooser(precision: str):
     """choose(backend, plan) -> Launch for matmul: the autotuner's pick where
     there is one, else the heuristic."""
-    return lambda backend, p: tuned(backend, precision, p) or heuristic(backend, precision, p)
+    choose = lambda backend, p: tuned(backend, precision, p) or heuristic(backend, precision, p)  # noqa: E731
+    choose.matmul = True  # for_operands: a pair of one half type goes to half_wgmma, whatever was tuned
+    return choose
 
 
 def variants(backend: str) -> list[specs.KernelSpec]:

@@ -102,3 +102,20 @@ def test_bad_half_wgmma_arguments_are_named():
         specs.cuda_half_wgmma("float16", "bfloat16")
     with pytest.raises(ValueError, match="cannot write"):
         specs.spec("tile_threads", "cuda").reading("float16", "float16").rounding_to("float16")
+
+
+def test_a_float32_autotune_entry_does_not_take_half_operands_off_the_tensor_cores(hopper, monkeypatch):
+    """The autotuner times float32 operands; what it found for a shape class
+    (here tile_threads) holds for them, not for a pair of one half type."""
+    picked = kernel_choice.Launch(specs.spec("tile_threads", device.CUDA))
+    monkeypatch.setattr(kernel_choice, "tuned", lambda backend, precision, p: picked)
+    *_, float32 = route((512, 4096), (4096, 4096), ("float32", "float32"))
+    assert float32 == picked
+    *_, half = route((512, 4096), (4096, 4096), ("bfloat16", "bfloat16"))
+    assert half.spec.stage == "half_wgmma"
+    *_, few = route((4, 4096), (4096, 4096), ("bfloat16", "bfloat16"))  # the tuned kernel reads them on load
+    assert few.spec.stage == "tile_threads" and few.spec.operand_types == ("bfloat16", "bfloat16")
+    # A stage op's chooser is not matmul's: its kernel, whatever the operands.
+    *_, stage = route((512, 4096), (4096, 4096), ("bfloat16", "bfloat16"),
+                      lambda backend, p: kernel_choice.Launch(specs.spec("tile_threads", backend)))
+    assert stage.spec.stage == "tile_threads"
