@@ -24,27 +24,10 @@ import argparse
 import csv
 import datetime
 import math
-import statistics
 
 SHAPES = ([(m, n, k) for m in (1, 4, 8, 32, 128, 512, 2048) for n, k in ((4096, 4096), (14336, 4096), (4096, 14336))]
           + [(4096, 4096, 4096), (8192, 8192, 8192)])
 DTYPES = ("bfloat16", "float16")
-
-
-def alternating(fns: dict, rounds: int, repeats: int, chained: bool) -> dict[str, float]:
-    """Each function's median round, the functions visited in turn each round:
-    one call evaluated alone and waited for, or (``chained``) calls that each
-    wait on the GPU for the previous one's result, evaluated many together
-    (timing.one_at_a_time: the GPU's time of one product, without the host's
-    wait for each)."""
-    from mlx_sgemm.bench import timing
-
-    times = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            times[name].append(timing.median_seconds(fn, repeats=repeats) if chained
-                               else timing.one_call_seconds(fn, repeats=repeats))
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 # Weights read at once for the bandwidth figure: more bytes than the L2 holds,
@@ -125,9 +108,14 @@ def main(argv=None) -> int:
                                 lambda x, y, spec=spec, splits=splits:
                                 launcher.launch(spec, x, y, k_splits=splits).astype(x.dtype))
                 fns = {name: (lambda f=f: f(a, b)) for name, f in products.items()}
-                times = alternating(fns, args.rounds, args.repeats, chained=False)
-                chained = alternating({name: timing.one_at_a_time(f, a, b) for name, f in products.items()},
-                                      args.rounds, args.repeats, chained=True)
+                times = timing.alternating_medians(fns, rounds=args.rounds, repeats=args.repeats,
+                                                   calls=timing.ONE_AT_A_TIME)
+                # Chained: each call waits on the GPU for the previous one's
+                # result, many evaluated together (timing.one_at_a_time): the
+                # GPU's time of one product, without the host's wait for each.
+                chained = timing.alternating_medians(
+                    {name: timing.one_at_a_time(f, a, b) for name, f in products.items()},
+                    rounds=args.rounds, repeats=args.repeats, calls=timing.INDEPENDENT)
                 ref_rows = np.random.default_rng(1).choice(m, size=min(m, 64), replace=False)
                 a64 = np.array(a.astype(mx.float32), np.float64)[ref_rows]
                 b64 = np.array(b.astype(mx.float32), np.float64)

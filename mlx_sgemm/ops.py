@@ -13,7 +13,8 @@ float16 @ float16 is float16, bfloat16 @ bfloat16 bfloat16, every other mix
 float32). Other dtypes raise TypeError naming the operand (``mx.matmul`` would
 promote an integer operand mixed with a float one; we do not). Every kernel
 accumulates in float32; the product is rounded once to the result dtype, by
-the kernel (half_wgmma, the small-M kernels) or by one cast after it. How a half operand reaches the kernel depends on the stage
+the kernel (half_wgmma, the small-M kernels) or by one cast after it. How a
+half operand reaches the kernel depends on the stage
 (:attr:`mlx_sgemm.build.specs.KernelSpec.converts_on_load` and
 :attr:`~mlx_sgemm.build.specs.KernelSpec.half_tiles`; ``mlx_sgemm.explain``
 says which, per operand):
@@ -54,8 +55,8 @@ So on CUDA ``matmul`` converts on load where a product is bound by reading its
 operands (M <= 8: small_m, small_m_wide), multiplies a pair of one half type
 on the half tensor cores on Hopper, and casts a mixed pair where the cast is a
 small part of the time (larger products, on the tensor-core pipelines); on
-Metal it casts only a mixed pair for ``tile_async``. The casts are inside the custom
-function, so gradients come back in the operands' dtypes. On the CPU
+Metal it casts only a mixed pair for ``tile_async``. The casts are inside the
+custom function, so gradients come back in the operands' dtypes. On the CPU
 fallback ``mx.matmul`` takes the halves as they are (same result dtype).
 
 ``mx.vmap``: the custom function's vmap rule folds the mapped axis into the

@@ -187,11 +187,17 @@ def k_splits(backend: str, spec: specs.KernelSpec, p: Plan) -> int:
     if backend != device.CUDA or spec.source_file != "tile_wgmma.cu":
         return 1
     tiles_m, tiles_n = p.tiles(spec.block_m, spec.block_n)
-    tiles = tiles_m * tiles_n * p.batch
+    return _splits_filling(p, tiles_m * tiles_n * p.batch)
+
+
+def _splits_filling(p: Plan, tiles: int, k_tile: int = 32) -> int:
+    """How many ways to split K so that ``tiles`` output tiles fill the SMs in
+    one wave, each split at least MIN_SPLIT_K long and a whole number of
+    ``k_tile``s (1: not at all)."""
     wanted = min(HOPPER_SMS // tiles, p.K // MIN_SPLIT_K)
     if wanted <= 1:
         return 1
-    return -(-p.K // p.k_split_length(wanted))  # splits of that length cover K
+    return -(-p.K // p.k_split_length(wanted, k_tile))  # splits of that length cover K
 
 
 # Padding K and N to multiples of 4 costs a copy of both operands; below this
@@ -536,12 +542,7 @@ def half_k_splits(p: Plan, bm: int, bn: int) -> int:
     SMs and K is long, as many as fill them (each split at least MIN_SPLIT_K)."""
     tiles_m, tiles_n = p.tiles(bm, bn)
     tiles = tiles_m * tiles_n * p.batch
-    if 2 * tiles >= HOPPER_SMS:
-        return 1
-    wanted = min(HOPPER_SMS // tiles, p.K // MIN_SPLIT_K)
-    if wanted <= 1:
-        return 1
-    return -(-p.K // p.k_split_length(wanted, specs.HALF_K_TILE))
+    return 1 if 2 * tiles >= HOPPER_SMS else _splits_filling(p, tiles, specs.HALF_K_TILE)
 
 
 @functools.cache

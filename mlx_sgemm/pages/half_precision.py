@@ -5,11 +5,11 @@ the bytes of W the few-row products read per second
 
 from __future__ import annotations
 
-import csv
 import statistics
 from pathlib import Path
 
 from ..bench import results
+from .recorded_summaries import read_rows, suite_shape
 from .sweep_figures import ratio, shape_text
 
 HALF_DTYPES = ("bfloat16", "float16")
@@ -20,23 +20,12 @@ TARGETS = {"M <= 8": 1.0, "M >= 128": 0.9}
 NONE_YET = "No shape suite with half operands is recorded yet (`benchmarks/shape_suite.py --dtype bfloat16 float16`)."
 
 
-def _read(path: Path) -> list[dict]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
 def _newest_half_suite() -> tuple[Path, list[dict]] | None:
     for path in results.recorded_runs("shapes-*.csv"):  # newest first
-        rows = [r for r in _read(path) if results.dtype_of(r) in HALF_DTYPES]
+        rows = [r for r in read_rows(path) if results.dtype_of(r) in HALF_DTYPES]
         if rows:
             return path, rows
     return None
-
-
-def _shape(row: dict) -> str:
-    text = shape_text(int(row["M"]), int(row["N"]), int(row["K"]))
-    return text + (" `x @ W.T`" if row.get("b_transposed_view") == "True" else "") + (
-        f", batch {row['batch']}" if row.get("batch") else "")
 
 
 def suite_table() -> str:
@@ -59,7 +48,7 @@ def suite_table() -> str:
             ratios = [float(r["ratio"]) for r in mine]
             low = min(mine, key=lambda r: float(r["ratio"]))
             lines.append(f"| {dtype} | {label} | {ratio(target)} | {sum(x >= target for x in ratios)}/{len(ratios)} "
-                         f"| {ratio(statistics.median(ratios))} | {ratio(float(low['ratio']))} at {_shape(low)} |")
+                         f"| {ratio(statistics.median(ratios))} | {ratio(float(low['ratio']))} at {suite_shape(low)} |")
     return "\n".join(lines)
 
 
@@ -70,7 +59,7 @@ def weight_bandwidth() -> str:
     runs = results.recorded_runs("half-precision-*.csv")
     if not runs:
         return "No half-precision run is recorded yet (`benchmarks/half_precision.py`)."
-    rows = [r for r in _read(runs[0])
+    rows = [r for r in read_rows(runs[0])
             if r["w_gbs"] and r["chosen"] == "True" and r["layout"] == "transposed" and r["M"] == "1"]
     lines = [f"{rows[0]['device'] if rows else ''}, `x @ W.T`, `{runs[0].name}`:", "",
              "| dtype | M x N x K | kernel | W read by ours | by mx.matmul |", "|---|---|---|---:|---:|"]

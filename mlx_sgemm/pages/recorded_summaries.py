@@ -14,16 +14,25 @@ from .sweep_figures import ratio, shape_text
 GOOD_ENOUGH = 0.8  # the shape suite's line: a product at this ratio or above is counted
 
 
-def _read(path: Path) -> list[dict]:
+def read_rows(path: Path) -> list[dict]:
+    """A recorded run's rows as the CSV has them (strings)."""
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def suite_shape(row: dict) -> str:
+    """A shape-suite row's product in words: M x N x K, `x @ W.T` where B is a
+    transposed view, its batch."""
+    return shape_text(*(int(row[d]) for d in "MNK")) + (
+        " `x @ W.T`" if row.get("b_transposed_view") == "True" else "") + (
+        f", batch {row['batch']}" if row.get("batch") else "")
 
 
 def newest_by_device(pattern: str, key=lambda row: row["device"]) -> dict:
     """{key of its rows: the newest run matching ``pattern``} (``key`` is the device by default)."""
     found = {}
     for path in results.recorded_runs(pattern):  # newest first
-        for k in dict.fromkeys(key(r) for r in _read(path)):
+        for k in dict.fromkeys(key(r) for r in read_rows(path)):
             found.setdefault(k, path)
     return found
 
@@ -43,14 +52,12 @@ def shape_suites() -> str:
              "|---|---|---|---|---:|---:|---|---|"]
     runs = newest_by_device("shapes-*.csv", key=_suite_key)
     for (device, calls, _, dtype), path in sorted(runs.items()):
-        rows = [r for r in _read(path) if _suite_key(r)[:2] == (device, calls) and results.dtype_of(r) == dtype]
+        rows = [r for r in read_rows(path) if _suite_key(r)[:2] == (device, calls) and results.dtype_of(r) == dtype]
         for precision in dict.fromkeys(r["precision"] for r in rows):
             mine = [r for r in rows if r["precision"] == precision]
             ratios = [float(r["ratio"]) for r in mine]
             low = min(mine, key=lambda r: float(r["ratio"]))
-            where = shape_text(*(int(low[d]) for d in "MNK")) + (
-                " `x @ W.T`" if low["b_transposed_view"] == "True" else "") + (
-                f", batch {low['batch']}" if low["batch"] else "")
+            where = suite_shape(low)
             lines.append(f"| {device} | {calls} | {dtype} | {precision} | {sum(x >= GOOD_ENOUGH for x in ratios)}/{len(ratios)} "
                          f"| {ratio(statistics.median(ratios))} | {ratio(float(low['ratio']))} at {where} | "
                          f"`{path.name}` |")
@@ -61,7 +68,7 @@ def crossovers(pattern: str, ratio_column: str) -> str:
     """Per GPU, the newest crossover run: each kernel's ratio to cuBLAS, a row per shape."""
     out = []
     for device, path in sorted(newest_by_device(pattern).items()):
-        rows = [r for r in _read(path) if r["device"] == device]
+        rows = [r for r in read_rows(path) if r["device"] == device]
         kernels = [k for k in dict.fromkeys(r["kernel"] for r in rows) if k != "mx.matmul"]
         shapes = list(dict.fromkeys((int(r["M"]), int(r["N"]), int(r["K"])) for r in rows))
         out.append(f"{device} (`benchmarks/results/{path.name}`), x cuBLAS:\n")
