@@ -16,14 +16,25 @@ def hopper(monkeypatch):
     monkeypatch.setattr(device, "name", lambda: "Fake H200")
 
 
+@pytest.fixture
+def without_wgmma(monkeypatch):
+    """A CUDA GPU without wgmma (Ampere, Ada) of 108 SMs (an A100's)."""
+    monkeypatch.setattr(device, "has_wgmma", lambda: False)
+    monkeypatch.setattr(device, "name", lambda: "Fake A100")
+    monkeypatch.setattr(device, "cuda_multiprocessors", lambda: 108)
+    kernel_choice._heuristic.cache_clear()
+    yield
+    kernel_choice._heuristic.cache_clear()
+
+
 def route(a_shape, b_shape, dtypes, chooser=None, float32_out=False):
     chooser = chooser or kernel_choice.chooser("float32")
     return ops.route_plan(chooser, device.CUDA, a_shape, b_shape, True, dtypes, float32_out)
 
 
-# (M, N, K) -> (block, K splits): 64 rows where C has no more; 256 columns
-# where the tiles still fill the GPU's 132 SMs; K split where fewer than half
-# of them have a tile.
+# (M, N, K) -> (block, K splits) on Hopper (half_wgmma): 64 rows where C has
+# no more; 256 columns where the tiles still fill the GPU's 132 SMs; K split
+# where fewer than half of them have a tile.
 CASES = {
     (4096, 4096, 4096): ((128, 256), 1),
     (2048, 14336, 4096): ((128, 256), 1),
@@ -33,19 +44,33 @@ CASES = {
     (32, 14336, 4096): ((64, 128), 1),
     (32, 4096, 14336): ((64, 128), 4),
 }
+# The same without wgmma (half_mma) on an A100's 108 SMs: always 128 columns.
+MMA_CASES = {
+    (4096, 4096, 4096): ((128, 128), 1),
+    (512, 14336, 4096): ((128, 128), 1),
+    (128, 4096, 4096): ((128, 128), 3),
+    (32, 14336, 4096): ((64, 128), 1),
+    (32, 4096, 14336): ((64, 128), 3),
+}
+KINDS = {"half_wgmma": ("hopper", CASES), "half_mma": ("without_wgmma", MMA_CASES)}
 
 
-@pytest.mark.parametrize("mnk", CASES, ids=str)
+@pytest.mark.parametrize("stage, mnk", [(stage, mnk) for stage, (_, cases) in KINDS.items() for mnk in cases],
+                         ids=str)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("precision", kernel_choice.PRECISIONS)
-def test_one_half_type_goes_to_half_wgmma(hopper, mnk, dtype, precision):
+def test_one_half_type_goes_to_the_half_tensor_cores(request, stage, mnk, dtype, precision):
+    fixture, cases = KINDS[stage]
+    request.getfixturevalue(fixture)
     m, n, k = mnk
     *_, launch = route((m, k), (k, n), (dtype, dtype), kernel_choice.chooser(precision))
-    block, splits = CASES[mnk]
-    assert launch.spec.stage == "half_wgmma" and launch.spec.operand_types == (dtype, dtype)
+    block, splits = cases[mnk]
+    assert launch.spec.stage == stage and launch.spec.operand_types == (dtype, dtype)
     assert (launch.spec.block_m, launch.spec.block_n) == block and launch.k_splits == splits
     # C rounded once: by the kernel, or by split_sum after float32 partial sums.
     assert (launch.spec.output_type, launch.spec.sum_to) == ((dtype, None) if splits == 1 else ("float32", dtype))
+    assert kernel_choice.operand_conversions(launch.spec, dtype, dtype) == dict.fromkeys(
+        "ab", kernel_choice.HALF_TENSOR_CORES)
 
 
 def test_gemm_asks_for_the_float32_product(hopper):
@@ -73,42 +98,6 @@ def test_mixed_pairs_keep_the_float32_kernels(hopper, monkeypatch):
     *_, other = route((512, 4096), (4096, 4096), ("bfloat16", "float16"))
     assert other.spec.stage == "tile_threads" and other.spec.operand_types == ("bfloat16", "float16")
     kernel_choice._heuristic.cache_clear()
-
-
-@pytest.fixture
-def without_wgmma(monkeypatch):
-    """A CUDA GPU without wgmma (Ampere, Ada) of 108 SMs (an A100's)."""
-    monkeypatch.setattr(device, "has_wgmma", lambda: False)
-    monkeypatch.setattr(device, "name", lambda: "Fake A100")
-    monkeypatch.setattr(device, "cuda_multiprocessors", lambda: 108)
-    kernel_choice._heuristic.cache_clear()
-    yield
-    kernel_choice._heuristic.cache_clear()
-
-
-# (M, N, K) -> (block, K splits) on 108 SMs: 64 rows where C has no more,
-# always 128 columns; K split where fewer than half the SMs have a tile.
-MMA_CASES = {
-    (4096, 4096, 4096): ((128, 128), 1),
-    (512, 14336, 4096): ((128, 128), 1),
-    (128, 4096, 4096): ((128, 128), 3),
-    (32, 14336, 4096): ((64, 128), 1),
-    (32, 4096, 14336): ((64, 128), 3),
-}
-
-
-@pytest.mark.parametrize("mnk", MMA_CASES, ids=str)
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("precision", kernel_choice.PRECISIONS)
-def test_one_half_type_goes_to_half_mma_without_wgmma(without_wgmma, mnk, dtype, precision):
-    m, n, k = mnk
-    *_, launch = route((m, k), (k, n), (dtype, dtype), kernel_choice.chooser(precision))
-    block, splits = MMA_CASES[mnk]
-    assert launch.spec.stage == "half_mma" and launch.spec.operand_types == (dtype, dtype)
-    assert (launch.spec.block_m, launch.spec.block_n) == block and launch.k_splits == splits
-    assert (launch.spec.output_type, launch.spec.sum_to) == ((dtype, None) if splits == 1 else ("float32", dtype))
-    assert kernel_choice.operand_conversions(launch.spec, dtype, dtype) == dict.fromkeys(
-        "ab", kernel_choice.HALF_TENSOR_CORES)
 
 
 def test_without_wgmma_few_rows_gemm_and_deterministic(without_wgmma):

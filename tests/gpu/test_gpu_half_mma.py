@@ -10,18 +10,28 @@ half_wgmma's: against float64 with outputs poisoned with NaN, its normwise
 error within mx.matmul's plus one rounding of the output dtype.
 """
 
-import dataclasses
+import functools
 
-import mlx.core as mx
-import numpy as np
 import pytest
 
 import mlx_sgemm
-from mlx_sgemm.build import launcher, specs
+from mlx_sgemm.build import specs
 from mlx_sgemm.dispatch import device
 
 from ..conftest import GPU_BACKEND, requires_gpu
-from .test_gpu_half_wgmma import DTYPES, F32, LAYOUTS, SHAPES, UNIT_ROUNDOFF, VIEWS, check, launch_of, operands
+from .test_gpu_half_wgmma import (
+    DTYPES,
+    LAYOUTS,
+    SHAPES,
+    VIEWS,
+    check,
+    check_non_finite,
+    launch_half_kernel,
+    launch_of,
+    non_finite_operands,
+    operands,
+    split_and_output_cases,
+)
 
 pytestmark = [requires_gpu, pytest.mark.gpu,
               pytest.mark.skipif(GPU_BACKEND != "cuda" or (device.cuda_compute_capability() or (0, 0)) < (8, 0),
@@ -32,18 +42,8 @@ pytestmark = [requires_gpu, pytest.mark.gpu,
 EDGE_SHAPES = [((1, 16), (16, 1)), ((63, 63), (63, 129)), ((129, 200), (200, 127)), ((70, 1001), (1001, 260))]
 
 
-def run(a, b, dtype, block, splits=1, output="half"):
-    """half_mma's instance for ``block`` on a @ b, K split ``splits`` ways, its
-    result rounded to the half type (by the kernel, or by split_sum after
-    float32 partial sums) or float32, poisoned with NaN first."""
-    out = dtype if output == "half" and splits == 1 else "float32"
-    spec = specs.cuda_half_mma(dtype, out, BM=block[0], BN=block[1])
-    if splits > 1 and output == "half":
-        spec = dataclasses.replace(spec, sum_to=dtype)
-    with mlx_sgemm.poisoned_outputs():
-        c = launcher.launch(spec, a, b, k_splits=splits)
-    assert c.dtype == getattr(mx, dtype if output == "half" else "float32")
-    return c
+# half_mma's instance for a block, launched directly (launch_half_kernel).
+run = functools.partial(launch_half_kernel, specs.cuda_half_mma)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -70,10 +70,7 @@ def test_every_layout(dtype, layout):
         check(run(a, b, dtype, block), a, b)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("block", specs.HALF_MMA_BLOCKS, ids=str)
-@pytest.mark.parametrize("splits", [1, 3])
-@pytest.mark.parametrize("output", ["half", "float32"])
+@split_and_output_cases(specs.HALF_MMA_BLOCKS)
 def test_every_split_and_output(dtype, block, splits, output):
     a, b = operands((200, 3000), (3000, 600), DTYPES[dtype], seed=2)
     check(run(a, b, dtype, block, splits, output).astype(a.dtype), a, b)
@@ -81,12 +78,8 @@ def test_every_split_and_output(dtype, block, splits, output):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_inf_and_nan_propagate_like_mx_matmul(dtype):
-    a, b = operands((130, 256), (256, 260), DTYPES[dtype], seed=3)
-    a = a.at[5, 7].add(float("inf")).at[70, 0].add(float("nan"))
-    ours, theirs = (np.array(x.astype(F32)) for x in (run(a, b, dtype, specs.HALF_MMA_BLOCKS[0]), mx.matmul(a, b)))
-    assert np.array_equal(np.isnan(ours), np.isnan(theirs)) and np.array_equal(np.isinf(ours), np.isinf(theirs))
-    finite = np.isfinite(theirs)
-    assert np.allclose(ours[finite], theirs[finite], rtol=4 * UNIT_ROUNDOFF[DTYPES[dtype]], atol=0.5)
+    a, b = non_finite_operands(dtype)
+    check_non_finite(run(a, b, dtype, specs.HALF_MMA_BLOCKS[0]), a, b)
 
 
 @pytest.mark.skipif(device.has_wgmma(), reason="on Hopper matmul picks half_wgmma (tests/gpu/test_gpu_half_wgmma.py)")
