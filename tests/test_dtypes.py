@@ -322,3 +322,17 @@ def test_errors_in_a_swapped_layer_name_it():
 
 def test_operand_dtypes_are_the_documented_three():
     assert OPERAND_DTYPES == (F32, F16, BF16)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_explain_says_half_mma_multiplies_a_pair_of_one_half_type_without_wgmma(dtype):
+    """Planned for a CUDA GPU without wgmma, a pair of one half type goes to
+    half_mma: cp.async and mma.sync, the operands read in place, C rounded once."""
+    e = mlx_sgemm.explain((1024, 4096), (4096, 2048), backend="cuda", dtype=dtype, wgmma=False, b_transposed=True)
+    assert e.kernel == "half_mma" and e.conversions == dict.fromkeys("ab", kernel_choice.HALF_TENSOR_CORES)
+    assert "rounded once to" in e.contract and "without wgmma" in e.chosen_by
+    text = str(e)
+    assert f"{dtype}: read as it is into shared memory by cp.async" in text and "(mma.sync)" in text
+    assert "K-major tiles (W's rows)" in e.layouts["b"] and "ldmatrix.trans" in e.layouts["a"]
+    mixed = mlx_sgemm.explain((1024, 4096), (4096, 2048), backend="cuda", dtype=(dtype, "float32"), wgmma=False)
+    assert mixed.kernel == "tile_threads"
