@@ -3,6 +3,7 @@ one product per evaluation, and half_wgmma's block shapes and K splits.
 
     python benchmarks/half_precision.py --csv results/half-precision.csv
     python benchmarks/half_precision.py --variants   # every block shape and split
+    python benchmarks/half_precision.py --half-mma   # and half_mma, as a GPU without wgmma runs it
 
 Shapes: the shape suite's LLM projections, M in {1, 4, 8, 32, 128, 512, 2048}
 against (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336)}, plus 4096^3
@@ -61,6 +62,8 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", nargs="+", choices=DTYPES, default=list(DTYPES))
     parser.add_argument("--layouts", nargs="+", choices=("transposed", "row-major"), default=["transposed", "row-major"])
     parser.add_argument("--variants", action="store_true", help="also time each half_wgmma block shape and split")
+    parser.add_argument("--half-mma", action="store_true",
+                        help="also time half_mma (mma.sync) as matmul launches it on a GPU without wgmma (M > 8)")
     parser.add_argument("--shapes", nargs="+", default=None, metavar="M,N,K")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
@@ -107,6 +110,10 @@ def main(argv=None) -> int:
                             products[f"half_wgmma[{bm}x{bn}]/{splits}"] = (
                                 lambda x, y, spec=spec, splits=splits:
                                 launcher.launch(spec, x, y, k_splits=splits).astype(x.dtype))
+                if args.half_mma and m > kernel_choice.SMALL_M:
+                    mma = kernel_choice.half_launch(plan(a.shape, b.shape), dtype, wgmma=False)
+                    products[f"half_mma[{mma.spec.block_m}x{mma.spec.block_n}]/{mma.k_splits}"] = (
+                        lambda x, y, mma=mma: launcher.launch(mma.spec, x, y, k_splits=mma.k_splits))
                 fns = {name: (lambda f=f: f(a, b)) for name, f in products.items()}
                 times = timing.alternating_medians(fns, rounds=args.rounds, repeats=args.repeats,
                                                    calls=timing.ONE_AT_A_TIME)

@@ -81,7 +81,9 @@ class Explanation:
             f"chosen by    {self.chosen_by}",
         ]
         lines += [f"operand {name}    {how}" for name, how in self.layouts.items()]
-        lines += [f"dtype {name}      {self.dtypes[name]}: {_CONVERSION_WORDS[how]}"
+        lines += [f"dtype {name}      {self.dtypes[name]}: "
+                  + (_HALF_MMA_WORDS if self.kernel == "half_mma" and how == kernel_choice.HALF_TENSOR_CORES
+                     else _CONVERSION_WORDS[how])
                   for name, how in self.conversions.items()]
         lines.append(f"contract     {self.contract}")
         if self.recorded:
@@ -108,6 +110,9 @@ _CONVERSION_WORDS = {
                         "this kernel's copies move bytes into tiles the matrix units read as float32",
     "mx.matmul": "as MLX's matmul takes it",
 }
+# half_mma's copies and products where half_wgmma's are the TMA and wgmma.
+_HALF_MMA_WORDS = ("read as it is into shared memory by cp.async, inside the kernel (no copy, no cast): "
+                   "multiplied on the tensor cores (mma.sync) into float32 accumulators")
 
 
 def _parameter(name: str, value) -> tuple[str, object]:
@@ -158,6 +163,13 @@ def _layouts(backend: str, spec, b_transposed: bool) -> dict:
         return {"a": "copied row-contiguous by MLX first", "b": "copied row-contiguous by MLX first"}
     b = ("a transposed view (x @ W.T): read in place, down its columns" if b_transposed
          else "row-major: read in place")
+    if spec.source_file == "half_mma.cu":  # ldmatrix reads either layout, .trans the MN-major one
+        return {
+            "a": "read in place at its strides; by cp.async, row-major (K-major tiles) or a transposed view "
+                 "(MN-major, read by ldmatrix.trans)",
+            "b": b + "; by cp.async into " + ("K-major tiles (W's rows)" if b_transposed else "MN-major tiles")
+                 + "; other strides are written into the tiles element by element",
+        }
     if spec.source_file == "half_wgmma.cu":  # 16-bit wgmma reads either layout (chapter 8)
         return {
             "a": "read in place at its strides; by TMA, row-major (K-major tiles) or a transposed view (MN-major)",
@@ -300,6 +312,12 @@ def explain(
                              + ("C's rows fit in 64" if how.spec.block_m == 64 else "128 rows")
                              + (", 256 columns: the tiles still fill the GPU" if how.spec.block_n == 256
                                 else ", 128 columns: more tiles for the GPU's SMs"))
+            elif how.spec.stage == "half_mma":
+                chosen_by = (f"rule: both operands {types[0]} on a CUDA GPU without wgmma: multiplied as they are "
+                             f"on the tensor cores by mma.sync (chapter 8), a {how.spec.block_m}x"
+                             f"{how.spec.block_n} block: "
+                             + ("C's rows fit in 64" if how.spec.block_m == 64 else "128 rows")
+                             + ", 128 columns: three stages fit every such GPU's shared memory")
             if how.k_splits > 1:
                 tiles = math.prod(padded.tiles(how.spec.block_m, how.spec.block_n)) * padded.batch
                 chosen_by += (f"; K split {how.k_splits} ways: {tiles} output tiles alone would leave "
@@ -331,7 +349,7 @@ def explain(
         if spec.reads_half_tiles(*spec.operand_types):
             contract = ("float32 accumulation: half simdgroup matrices (their products exact in float32) "
                         "into float32 accumulators, rounded once to the result dtype")
-    elif spec.stage == "half_wgmma":
+    elif spec.source_file in specs.HALF_TENSOR_CORE_SOURCES:
         contract = (f"float32 accumulation: {types[0]} products on the tensor cores (exact in float32), summed "
                     f"in float32, rounded once to {types[0]} (precision= concerns float32 operands alone)")
     else:

@@ -13,7 +13,7 @@ float16 @ float16 is float16, bfloat16 @ bfloat16 bfloat16, every other mix
 float32). Other dtypes raise TypeError naming the operand (``mx.matmul`` would
 promote an integer operand mixed with a float one; we do not). Every kernel
 accumulates in float32; the product is rounded once to the result dtype, by
-the kernel (half_wgmma, the small-M kernels) or by one cast after it. How a
+the kernel (half_wgmma, half_mma, the small-M kernels) or by one cast after it. How a
 half operand reaches the kernel depends on the stage
 (:attr:`mlx_sgemm.build.specs.KernelSpec.converts_on_load` and
 :attr:`~mlx_sgemm.build.specs.KernelSpec.half_tiles`; ``mlx_sgemm.explain``
@@ -42,8 +42,10 @@ says which, per operand):
   or both bfloat16: ``matmul`` (from 9 rows up, and ``deterministic=True``)
   runs ``half_wgmma``, which the TMA feeds with the operands as they lie in
   memory and whose ``wgmma`` products accumulate in float32; it rounds C to
-  the half type itself (chapter 8 of docs/journey.md). So do the small-M
-  kernels, for a pair of one half type.
+  the half type itself (chapter 8 of docs/journey.md). On other CUDA GPUs
+  (no wgmma) ``matmul`` runs ``half_mma`` for such a pair instead, cp.async
+  copies of the operands as they lie feeding ``mma.sync`` m16n8k16 products,
+  rounded the same way. So do the small-M kernels, for a pair of one half type.
 * cast first, by one ``astype(float32)`` of the whole operand on the op's
   stream: CUDA's ``tile_async`` and ``tile_wgmma`` (``matmul`` from 9 rows up
   on Hopper for a mixed pair), and Metal's ``tile_async`` and fused ``gemm``
@@ -266,9 +268,11 @@ def route_plan(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool,
                wgmma: bool | None = None):
     """(pad_k, pad_n, padded a_shape, padded b_shape, launch): what ``forward``
     runs for one pair of operand shapes and element types (dtype names), before
-    anything is built (``mlx_sgemm.explain`` shows it). The launch is
+    anything is built (``mlx_sgemm.explain`` shows it, for a GPU with or without
+    ``wgmma``: None asks the device). The launch is
     :func:`kernel_choice.for_operands`' for those element types: half_wgmma for
-    one half type where matmul's choice is a Hopper tensor-core kernel, else the
+    one half type where matmul's choice is a Hopper tensor-core kernel, half_mma
+    where it is the large-product kernel of a GPU without wgmma, else the
     chosen kernel's instance that reads them as they are where it can. Rows are
     padded to 16-byte alignment in halves for a pair of one half type (also
     aligned, if more than needed, should they be cast to float32). ``wgmma``:

@@ -14,7 +14,7 @@ from mlx.utils import tree_flatten
 
 import mlx_sgemm
 from mlx_sgemm.build import specs
-from mlx_sgemm.dispatch import kernel_choice
+from mlx_sgemm.dispatch import device, kernel_choice
 from mlx_sgemm.dispatch.problem import OPERAND_DTYPES
 
 from .test_autodiff import MLP
@@ -322,3 +322,33 @@ def test_errors_in_a_swapped_layer_name_it():
 
 def test_operand_dtypes_are_the_documented_three():
     assert OPERAND_DTYPES == (F32, F16, BF16)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_explain_says_half_mma_multiplies_a_pair_of_one_half_type_without_wgmma(dtype):
+    """Planned for a CUDA GPU without wgmma, a pair of one half type goes to
+    half_mma: cp.async and mma.sync, the operands read in place, C rounded once."""
+    e = mlx_sgemm.explain((1024, 4096), (4096, 2048), backend="cuda", dtype=dtype, wgmma=False, b_transposed=True)
+    assert e.kernel == "half_mma" and e.conversions == dict.fromkeys("ab", kernel_choice.HALF_TENSOR_CORES)
+    assert "rounded once to" in e.contract and "without wgmma" in e.chosen_by
+    text = str(e)
+    assert f"{dtype}: read as it is into shared memory by cp.async" in text and "(mma.sync)" in text
+    assert "K-major tiles (W's rows)" in e.layouts["b"] and "ldmatrix.trans" in e.layouts["a"]
+    mixed = mlx_sgemm.explain((1024, 4096), (4096, 2048), backend="cuda", dtype=(dtype, "float32"), wgmma=False)
+    assert mixed.kernel == "tile_threads"
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=str)
+def test_a_gpu_without_wgmma_runs_half_mma_on_a_pair_of_one_half_type(fake_cuda, monkeypatch, dtype):
+    """matmul on a faked CUDA GPU without wgmma: a pair of one half type goes
+    to half_mma as it is (its result in the half type, K split with split_sum
+    where tiles are few), a few rows to the small-M kernels, a mixed pair to
+    tile_threads converting on load."""
+    monkeypatch.setattr(device, "has_wgmma", lambda: False)
+    a, b, x = mx.ones((300, 512), dtype=dtype), mx.ones((512, 200), dtype=dtype), mx.ones((4, 512), dtype=dtype)
+    mixed = mx.ones((512, 200), dtype=F32)
+    outs = [mlx_sgemm.matmul(a, b), mlx_sgemm.matmul(x, b), mlx_sgemm.matmul(a, mixed)]
+    assert [launch.spec.stage for launch in fake_cuda] == ["half_mma", "small_m", "tile_threads"]
+    assert fake_cuda[0].spec.operand_types == (name(dtype),) * 2 and fake_cuda[0].spec.output_type == name(dtype)
+    assert [o.dtype for o in outs] == [dtype, dtype, F32]
+    assert all(bool(mx.all(o == 512)) for o in outs)

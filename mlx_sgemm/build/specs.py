@@ -34,8 +34,10 @@ is converted to float32 on load where the kernel converts on load, else cast
 first. Half tiles are not measured to be faster: there is no Apple GPU here.
 
 CUDA's ``half_wgmma`` (:func:`cuda_half_wgmma`, chapter 8) reads operands of
-one half type as they are on Hopper's tensor cores, an instance per half type
-and output type (its template types ``TA``, ``TB``, ``TC``); the small-M
+one half type as they are on Hopper's tensor cores, and ``half_mma``
+(:func:`cuda_half_mma`) on those of GPUs without wgmma (mma.sync, sm_80 on),
+an instance per half type and output type (their template types ``TA``,
+``TB``, ``TC``); the small-M
 kernels have instances that round C to their operands' half type
 (:meth:`KernelSpec.rounding_to`).
 
@@ -58,6 +60,9 @@ INPUT_NAMES = ("a", "b", "params")
 # (KernelSpec.rounding_to): the small-M kernels, whose products are too short
 # for a separate rounding pass to hide.
 ROUNDS_IN_KERNEL = ("small_m", "small_m_wide")
+# The CUDA kernels that multiply a pair of one half type on the tensor cores as
+# they are (chapter 8): wgmma on Hopper, mma.sync elsewhere.
+HALF_TENSOR_CORE_SOURCES = ("half_wgmma.cu", "half_mma.cu")
 OUTPUT_NAMES = ("c",)
 BACKENDS = ("metal", "cuda")
 # The element types an operand may have, by MLX's dtype names.
@@ -106,7 +111,7 @@ class KernelSpec:
     # float32 accumulators (see the module docstring).
     half_tiles: bool = False
     # The element types of a and b this instance reads (ELEMENT_TYPES; float32
-    # unless converts_on_load or half_tiles, or a half_wgmma instance's): see reading().
+    # unless converts_on_load or half_tiles, or a half tensor-core instance's): see reading().
     operand_types: tuple[str, str] = FLOAT32_OPERANDS
     # CUDA: a persistent kernel's grid has a block an SM or so for each output
     # matrix (params[P_BLOCKS_PER_MATRIX] of them), each walking that matrix's
@@ -180,13 +185,13 @@ class KernelSpec:
     @property
     def multiplies_halves(self) -> bool:
         """Whether the matrix units multiply this instance's operands in their
-        own half type (Metal's half tiles, CUDA's half_wgmma)."""
-        return self.reads_half_tiles(*self.operand_types) or self.source_file == "half_wgmma.cu"
+        own half type (Metal's half tiles, CUDA's half_wgmma and half_mma)."""
+        return self.reads_half_tiles(*self.operand_types) or self.source_file in HALF_TENSOR_CORE_SOURCES
 
     @property
     def output_type(self) -> str:
-        """The dtype of the kernel's output ``c``: float32, but for a half_wgmma
-        instance that rounds to its operands' type."""
+        """The dtype of the kernel's output ``c``: float32, but for an instance
+        that rounds to its operands' type."""
         return self.output_dtypes[0] if self.output_dtypes else "float32"
 
     @property
@@ -360,11 +365,7 @@ def cuda_half_wgmma(element: str = "bfloat16", output: str | None = None, *, BM:
     128, BN 128 or 256) of a producer and two consumer warpgroups, STAGES
     k-tiles of 64 in flight (default: as many as fit in 227 KB, at most 8), a
     block an SM walking its matrix's tiles."""
-    if element not in ("float16", "bfloat16"):
-        raise ValueError(f"element must be float16 or bfloat16, got {element!r}")
-    output = element if output is None else output
-    if output not in (element, "float32"):
-        raise ValueError(f"output must be {element!r} or 'float32', got {output!r}")
+    output = _half_output(element, output)
     stage_bytes = (BM + BN) * HALF_K_TILE * 2
     if STAGES is None:
         STAGES = min(8, (227 * 1024 - 2048) // stage_bytes)
@@ -378,6 +379,38 @@ def cuda_half_wgmma(element: str = "bfloat16", output: str | None = None, *, BM:
         output_dtypes=(output, "float32"),
         operand_types=(element, element),
         persistent=True,
+        k_tile=HALF_K_TILE,
+    )
+
+
+def _half_output(element: str, output: str | None) -> str:
+    """The output type of a half tensor-core kernel for operands of half type
+    ``element`` asked to write ``output`` (None: ``element``), checked."""
+    if element not in ("float16", "bfloat16"):
+        raise ValueError(f"element must be float16 or bfloat16, got {element!r}")
+    output = element if output is None else output
+    if output not in (element, "float32"):
+        raise ValueError(f"output must be {element!r} or 'float32', got {output!r}")
+    return output
+
+
+def cuda_half_mma(element: str = "bfloat16", output: str | None = None, *, BM: int = 128, BN: int = 128,
+                  STAGES: int = 3, GROUP_M: int = 8) -> KernelSpec:
+    """Chapter 8 without wgmma (kernels/cuda/half_mma.cu; Ampere, Ada, any GPU
+    from sm_80 on): operands of one half type ``element`` multiplied on
+    mma.sync m16n8k16 as they are, float32 accumulators, C rounded once to
+    ``output`` (as :func:`cuda_half_wgmma`). BM x BN blocks (BM 64 or 128, BN
+    128 or 256) of 8 warps, a ring of STAGES k-tiles of 64 filled by cp.async.
+    Three stages of 128 x 128 take 96 KB, which every such GPU gives a block
+    (sm_86 and sm_89 at most 99 KB; an A100 163 KB)."""
+    output = _half_output(element, output)
+    return KernelSpec(
+        "half_mma", "cuda", "half_mma.cu", (256, 1, 1), BM, BN,
+        (("BM", BM), ("BN", BN), ("STAGES", STAGES), ("GROUP_M", GROUP_M),
+         ("TA", element), ("TB", element), ("TC", output)),
+        shared_memory=STAGES * (BM + BN) * HALF_K_TILE * 2,
+        output_dtypes=(output,),
+        operand_types=(element, element),
         k_tile=HALF_K_TILE,
     )
 
@@ -726,3 +759,18 @@ def half_wgmma_specs() -> list[KernelSpec]:
 
 # half_wgmma's block shapes, largest first (kernel_choice.half_launch picks one).
 HALF_WGMMA_BLOCKS = ((128, 256), (128, 128), (64, 256), (64, 128))
+
+
+def half_mma_specs() -> list[KernelSpec]:
+    """Every half_mma instance matmul may run on a GPU without wgmma
+    (kernel_choice.half_launch): its block shapes, for both half types,
+    rounding to the type or writing float32 (its K splits are summed by
+    split_sum, listed with half_wgmma_specs)."""
+    return [cuda_half_mma(element, output, BM=bm, BN=bn)
+            for element in ("float16", "bfloat16") for output in (element, "float32")
+            for bm, bn in HALF_MMA_BLOCKS]
+
+
+# half_mma's block shapes, largest first: 128 x 128, and 64 rows for C of no
+# more (kernel_choice.half_launch picks one).
+HALF_MMA_BLOCKS = ((128, 128), (64, 128))

@@ -21,7 +21,9 @@ tile_simdgroup (small_m, after Akunu's GEMM chapter's small GEMM). Neither Metal
 The choice is by shape and precision; the operands' dtypes then decide its
 instance (``for_operands``). On Hopper a pair of one half type goes from the
 tensor-core kernels to half_wgmma (chapter 8: the halves multiplied as they
-are, C rounded once), whatever the precision; otherwise the chosen kernel runs
+are, C rounded once), whatever the precision, and on other CUDA GPUs from the
+large-product kernels (tile_threads, the TF32 pipeline) to half_mma, its
+mma.sync form; otherwise the chosen kernel runs
 as its instance for their element types where it converts on load
 (``Launch.reading``: the small-M kernels, which matmul picks for up to 8 rows,
 among others, and which round C to a half type themselves), and the others get
@@ -190,11 +192,11 @@ def k_splits(backend: str, spec: specs.KernelSpec, p: Plan) -> int:
     return _splits_filling(p, tiles_m * tiles_n * p.batch)
 
 
-def _splits_filling(p: Plan, tiles: int, k_tile: int = 32) -> int:
-    """How many ways to split K so that ``tiles`` output tiles fill the SMs in
-    one wave, each split at least MIN_SPLIT_K long and a whole number of
+def _splits_filling(p: Plan, tiles: int, k_tile: int = 32, sms: int = HOPPER_SMS) -> int:
+    """How many ways to split K so that ``tiles`` output tiles fill ``sms`` SMs
+    in one wave, each split at least MIN_SPLIT_K long and a whole number of
     ``k_tile``s (1: not at all)."""
-    wanted = min(HOPPER_SMS // tiles, p.K // MIN_SPLIT_K)
+    wanted = min(sms // tiles, p.K // MIN_SPLIT_K)
     if wanted <= 1:
         return 1
     return -(-p.K // p.k_split_length(wanted, k_tile))  # splits of that length cover K
@@ -338,7 +340,8 @@ class Launch:
 # half the kernel reads itself, converting each element as it loads it; a half
 # kept as it is in half tiles, multiplied on half simdgroup matrices into
 # float32 accumulators (Metal, both operands of one half type); a half copied
-# as it is into shared memory and multiplied on the tensor cores (half_wgmma);
+# as it is into shared memory and multiplied on the tensor cores (half_wgmma,
+# half_mma);
 # or a half cast to float32 first, by one astype of the whole operand in MLX.
 AS_IS, CONVERTED_ON_LOAD, HALF_TILES, CAST = "as is", "converted on load", "half tiles", "cast"
 HALF_TENSOR_CORES = "half tensor cores"
@@ -348,7 +351,7 @@ def operand_conversions(spec: specs.KernelSpec, a_type: str, b_type: str) -> dic
     """For operands ``a`` and ``b`` of element types ``a_type`` and ``b_type``
     (dtype names), how each reaches ``spec`` (an instance from
     :func:`for_operands`): AS_IS, CONVERTED_ON_LOAD, HALF_TILES, HALF_TENSOR_CORES or CAST."""
-    read_as_is = (HALF_TENSOR_CORES if spec.source_file == "half_wgmma.cu"
+    read_as_is = (HALF_TENSOR_CORES if spec.source_file in specs.HALF_TENSOR_CORE_SOURCES
                   else HALF_TILES if spec.reads_half_tiles(*spec.operand_types) else CONVERTED_ON_LOAD)
     return {
         name: AS_IS if given == "float32" else read_as_is if read == given else CAST
@@ -474,33 +477,42 @@ def deterministic_chooser(precision: str):
     return choose
 
 
-# Chapter 8: operands of one half type on Hopper. Where matmul's choice for
-# float32 is one of the Hopper tensor-core kernels (the wgmma pipeline, the
-# emulations), operands that are both float16 or both bfloat16 are multiplied
-# as they are by half_wgmma instead: every float32 device of those kernels (the
-# 3xTF32 split, the float16 split's scaling) exists to get float32 accuracy
-# from the tensor cores, which halves have already. The small-M kernels (M <=
-# 8, bound by reading B) keep converting halves on load, and round C to the
-# half type themselves.
+# Chapter 8: operands of one half type on the tensor cores. Where matmul's
+# choice for float32 is one of the Hopper tensor-core kernels (the wgmma
+# pipeline, the emulations), operands that are both float16 or both bfloat16
+# are multiplied as they are by half_wgmma instead: every float32 device of
+# those kernels (the 3xTF32 split, the float16 split's scaling) exists to get
+# float32 accuracy from the tensor cores, which halves have already. On a CUDA
+# GPU without wgmma (Ampere, Ada, later ones), where the choice is the
+# large-product kernel (tile_threads' FMAs, the TF32 pipeline), they go to
+# half_mma (mma.sync m16n8k16), at the half tensor-core rate where the float32
+# kernels ran at the FMA or TF32 one. The small-M kernels (M <= 8, bound by
+# reading B) keep converting halves on load, and round C to the half type
+# themselves.
 _HOPPER_TENSOR_CORE_SOURCES = ("tile_wgmma.cu", "half_products.cu", "int8_products.cu")
+_WITHOUT_WGMMA = tuple(_without_wgmma(precision) for precision in PRECISIONS)
 
 
 def for_operands(launch: Launch, backend: str, p: Plan, operand_types: tuple[str, str],
                  float32_out: bool = False, deterministic: bool = False, matmul: bool = False,
                  wgmma: bool | None = None) -> Launch:
     """``launch`` (a chooser's launch for ``p``) for operands of element types
-    ``operand_types``: half_wgmma (:func:`half_launch`) for one half type where
-    the choice is a Hopper tensor-core kernel, or where ``matmul`` (the chooser
-    is matmul's) on a Hopper GPU (``wgmma``; None asks the device) for more
-    than SMALL_M rows, whatever the autotuner found for float32 operands of the
-    shape class; else :meth:`Launch.reading`. ``float32_out``: the product as
-    float32, not rounded to the half type (gemm); ``deterministic``:
-    ``matmul(..., deterministic=True)``'s launch."""
+    ``operand_types``. For one half type on CUDA, a half tensor-core kernel
+    (:func:`half_launch`): half_wgmma where the choice is a Hopper tensor-core
+    kernel, half_mma where it is the large-product kernel of a GPU without
+    wgmma, and either (by the GPU) where ``matmul`` (the chooser is matmul's)
+    for more than SMALL_M rows, whatever the autotuner found for float32
+    operands of the shape class. Else :meth:`Launch.reading`. ``float32_out``:
+    the product as float32, not rounded to the half type (gemm);
+    ``deterministic``: ``matmul(..., deterministic=True)``'s launch; ``wgmma``:
+    whether the GPU has it (None: ask the device)."""
     a_type, b_type = operand_types
     one_half_type = backend == device.CUDA and a_type == b_type != "float32"
-    if one_half_type and (launch.spec.source_file in _HOPPER_TENSOR_CORE_SOURCES or (
-            matmul and p.M > SMALL_M and (device.has_wgmma() if wgmma is None else wgmma))):
-        return half_launch(p, a_type, float32_out, deterministic)
+    if one_half_type:
+        has_wgmma = device.has_wgmma() if wgmma is None else wgmma
+        large = launch.spec in _WITHOUT_WGMMA if not has_wgmma else launch.spec.source_file in _HOPPER_TENSOR_CORE_SOURCES
+        if large or (matmul and p.M > SMALL_M):
+            return half_launch(p, a_type, float32_out, deterministic, wgmma=has_wgmma)
     reading = launch.reading(a_type, b_type)
     if one_half_type and launch.spec.stage in specs.ROUNDS_IN_KERNEL and launch.k_splits == 1 and not float32_out:
         # The small-M kernels round C themselves: no second kernel to cast it.
@@ -508,41 +520,57 @@ def for_operands(launch: Launch, backend: str, p: Plan, operand_types: tuple[str
     return reading
 
 
-def half_launch(p: Plan, element: str, float32_out: bool = False, deterministic: bool = False) -> Launch:
-    """half_wgmma's launch for ``p`` with operands of half type ``element``:
-    the block (:func:`half_block`), K split where the tiles leave most SMs idle
-    (the partial sums then float32, summed and rounded by one more kernel), C rounded to
-    ``element`` in the kernel unless ``float32_out`` or split. Deterministic:
-    one block shape, K never split."""
+def half_launch(p: Plan, element: str, float32_out: bool = False, deterministic: bool = False,
+                wgmma: bool = True) -> Launch:
+    """The half tensor-core kernel's launch for ``p`` with operands of half
+    type ``element`` (half_wgmma, or without ``wgmma`` half_mma): the block
+    (:func:`half_block`), K split where the tiles leave most SMs idle (the
+    partial sums then float32, summed and rounded by one more kernel), C
+    rounded to ``element`` in the kernel unless ``float32_out`` or split.
+    Deterministic: one block shape, K never split."""
+    blocks = specs.HALF_WGMMA_BLOCKS if wgmma else specs.HALF_MMA_BLOCKS
     if deterministic:
-        bm, bn, splits = (*specs.HALF_WGMMA_BLOCKS[0], 1)
+        bm, bn, splits = (*blocks[0], 1)
     else:
-        bm, bn = half_block(p)
-        splits = half_k_splits(p, bm, bn)
+        bm, bn = half_block(p, wgmma)
+        splits = half_k_splits(p, bm, bn, HOPPER_SMS if wgmma else _multiprocessors())
     output = "float32" if float32_out or splits > 1 else element
-    return Launch(_half_spec(element, output, bm, bn, None if float32_out or splits == 1 else element), splits)
+    return Launch(_half_spec(element, output, bm, bn, None if float32_out or splits == 1 else element, wgmma),
+                  splits)
 
 
 @functools.cache
-def _half_spec(element: str, output: str, bm: int, bn: int, sum_to: str | None = None) -> specs.KernelSpec:
-    spec = specs.cuda_half_wgmma(element, output, BM=bm, BN=bn)
+def _half_spec(element: str, output: str, bm: int, bn: int, sum_to: str | None = None,
+               wgmma: bool = True) -> specs.KernelSpec:
+    spec = (specs.cuda_half_wgmma if wgmma else specs.cuda_half_mma)(element, output, BM=bm, BN=bn)
     return dataclasses.replace(spec, sum_to=sum_to) if sum_to else spec
 
 
-def half_block(p: Plan) -> tuple[int, int]:
-    """half_wgmma's block for ``p``: 64 rows where C has no more, else 128;
-    256 columns where that still gives every SM a tile, else 128."""
+def half_block(p: Plan, wgmma: bool = True) -> tuple[int, int]:
+    """The half tensor-core kernel's block for ``p``: 64 rows where C has no
+    more, else 128; half_wgmma's 256 columns where that still gives every SM a
+    tile, else 128 (half_mma's blocks are 128 wide: three stages of 128 x 256
+    would pass the 99 KB of shared memory an sm_86 or sm_89 block may have)."""
     bm = 64 if p.M <= 64 else 128
+    if not wgmma:
+        return bm, 128
     tiles_m, tiles_n = p.tiles(bm, 256)
     return bm, 256 if tiles_m * tiles_n * p.batch >= HOPPER_SMS else 128
 
 
-def half_k_splits(p: Plan, bm: int, bn: int) -> int:
-    """K splits for half_wgmma: where the output's tiles fill less than half the
-    SMs and K is long, as many as fill them (each split at least MIN_SPLIT_K)."""
+def half_k_splits(p: Plan, bm: int, bn: int, sms: int = HOPPER_SMS) -> int:
+    """K splits for a half tensor-core kernel on a GPU of ``sms`` SMs: where the
+    output's tiles fill less than half of them and K is long, as many as fill
+    them (each split at least MIN_SPLIT_K)."""
     tiles_m, tiles_n = p.tiles(bm, bn)
     tiles = tiles_m * tiles_n * p.batch
-    return 1 if 2 * tiles >= HOPPER_SMS else _splits_filling(p, tiles, specs.HALF_K_TILE)
+    return 1 if 2 * tiles >= sms else _splits_filling(p, tiles, specs.HALF_K_TILE, sms)
+
+
+def _multiprocessors() -> int:
+    """The CUDA GPU's SMs where the driver says, else a Hopper's (a wrong count
+    costs speed, never a result: it only decides K splits)."""
+    return device.cuda_multiprocessors() or HOPPER_SMS
 
 
 @functools.cache

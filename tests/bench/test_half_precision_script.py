@@ -1,6 +1,7 @@
 """benchmarks/half_precision.py on a faked Hopper GPU (conftest's fake_cuda) and
 small shapes: the rows it records (chosen kernel, both ways of timing, errors,
-a token's bytes of W a second) and the variants it times. Speed is not checked."""
+a token's bytes of W a second) and the variants it times, half_mma's among
+them. Speed is not checked."""
 
 import csv
 import importlib.util
@@ -19,7 +20,7 @@ def load():
 def test_rows_of_the_chosen_kernels_and_the_variants(fake_cuda, tmp_path):
     path = tmp_path / "half-precision-2026-11-28-test.csv"
     argv = ["--shapes", "1,40,24", "130,40,24", "--dtype", "bfloat16", "--layouts", "transposed", "row-major",
-            "--repeats", "2", "--rounds", "1", "--variants", "--csv", str(path)]
+            "--repeats", "2", "--rounds", "1", "--variants", "--half-mma", "--csv", str(path)]
     assert load().main(argv) == 0
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -33,6 +34,8 @@ def test_rows_of_the_chosen_kernels_and_the_variants(fake_cuda, tmp_path):
     # A token's bytes of W a second, for the few-row products alone.
     assert all((r["w_gbs"] != "") == (r["M"] == "1") for r in chosen)
     # Every block shape of half_wgmma, beside the chosen launch, for the larger product.
+    # And half_mma's launch as a GPU without wgmma would make it (--half-mma).
     variants = {r["kernel"] for r in rows if r["chosen"] == "False"}
     assert {v.split("/")[0] for v in variants} == {f"half_wgmma[{m}x{n}]" for m, n in
-                                                   ((128, 256), (128, 128), (64, 256), (64, 128))}
+                                                   ((128, 256), (128, 128), (64, 256), (64, 128))} | {
+        "half_mma[128x128]"}

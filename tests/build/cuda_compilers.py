@@ -91,15 +91,15 @@ def nvrtc_compile_ptx(source: str, name: str = "kernel.cu") -> tuple[str, str]:
     return text, ptx
 
 
-def nvcc_compile(source: str, workdir: Path) -> str:
-    """Compile with nvcc for sm_90a; return ptxas's report."""
+def nvcc_compile(source: str, workdir: Path, arch: str = "90a") -> str:
+    """Compile with nvcc for sm_<arch> (sm_90a unless told); return ptxas's report."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         raise FileNotFoundError("nvcc not found")
     src = workdir / "kernel.cu"
     src.write_text(source)
     result = subprocess.run(
-        [nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
+        [nvcc, "-std=c++17", f"-gencode=arch=compute_{arch},code=sm_{arch}", "-Xptxas", "-v",
          "-I", str(STUB_DIR), "-c", str(src), "-o", str(workdir / "kernel.o")],
         capture_output=True, text=True,
     )

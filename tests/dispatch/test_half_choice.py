@@ -1,6 +1,6 @@
 """Chapter 8's choice, without a GPU: which kernel a pair of one half type
-gets on Hopper (half_wgmma, its block, its K splits and output), and what
-keeps the float32 kernels."""
+gets on Hopper (half_wgmma, its block, its K splits and output) and on other
+CUDA GPUs (half_mma), and what keeps the float32 kernels."""
 
 import pytest
 
@@ -16,14 +16,25 @@ def hopper(monkeypatch):
     monkeypatch.setattr(device, "name", lambda: "Fake H200")
 
 
+@pytest.fixture
+def without_wgmma(monkeypatch):
+    """A CUDA GPU without wgmma (Ampere, Ada) of 108 SMs (an A100's)."""
+    monkeypatch.setattr(device, "has_wgmma", lambda: False)
+    monkeypatch.setattr(device, "name", lambda: "Fake A100")
+    monkeypatch.setattr(device, "cuda_multiprocessors", lambda: 108)
+    kernel_choice._heuristic.cache_clear()
+    yield
+    kernel_choice._heuristic.cache_clear()
+
+
 def route(a_shape, b_shape, dtypes, chooser=None, float32_out=False):
     chooser = chooser or kernel_choice.chooser("float32")
     return ops.route_plan(chooser, device.CUDA, a_shape, b_shape, True, dtypes, float32_out)
 
 
-# (M, N, K) -> (block, K splits): 64 rows where C has no more; 256 columns
-# where the tiles still fill the GPU's 132 SMs; K split where fewer than half
-# of them have a tile.
+# (M, N, K) -> (block, K splits) on Hopper (half_wgmma): 64 rows where C has
+# no more; 256 columns where the tiles still fill the GPU's 132 SMs; K split
+# where fewer than half of them have a tile.
 CASES = {
     (4096, 4096, 4096): ((128, 256), 1),
     (2048, 14336, 4096): ((128, 256), 1),
@@ -33,19 +44,33 @@ CASES = {
     (32, 14336, 4096): ((64, 128), 1),
     (32, 4096, 14336): ((64, 128), 4),
 }
+# The same without wgmma (half_mma) on an A100's 108 SMs: always 128 columns.
+MMA_CASES = {
+    (4096, 4096, 4096): ((128, 128), 1),
+    (512, 14336, 4096): ((128, 128), 1),
+    (128, 4096, 4096): ((128, 128), 3),
+    (32, 14336, 4096): ((64, 128), 1),
+    (32, 4096, 14336): ((64, 128), 3),
+}
+KINDS = {"half_wgmma": ("hopper", CASES), "half_mma": ("without_wgmma", MMA_CASES)}
 
 
-@pytest.mark.parametrize("mnk", CASES, ids=str)
+@pytest.mark.parametrize("stage, mnk", [(stage, mnk) for stage, (_, cases) in KINDS.items() for mnk in cases],
+                         ids=str)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("precision", kernel_choice.PRECISIONS)
-def test_one_half_type_goes_to_half_wgmma(hopper, mnk, dtype, precision):
+def test_one_half_type_goes_to_the_half_tensor_cores(request, stage, mnk, dtype, precision):
+    fixture, cases = KINDS[stage]
+    request.getfixturevalue(fixture)
     m, n, k = mnk
     *_, launch = route((m, k), (k, n), (dtype, dtype), kernel_choice.chooser(precision))
-    block, splits = CASES[mnk]
-    assert launch.spec.stage == "half_wgmma" and launch.spec.operand_types == (dtype, dtype)
+    block, splits = cases[mnk]
+    assert launch.spec.stage == stage and launch.spec.operand_types == (dtype, dtype)
     assert (launch.spec.block_m, launch.spec.block_n) == block and launch.k_splits == splits
     # C rounded once: by the kernel, or by split_sum after float32 partial sums.
     assert (launch.spec.output_type, launch.spec.sum_to) == ((dtype, None) if splits == 1 else ("float32", dtype))
+    assert kernel_choice.operand_conversions(launch.spec, dtype, dtype) == dict.fromkeys(
+        "ab", kernel_choice.HALF_TENSOR_CORES)
 
 
 def test_gemm_asks_for_the_float32_product(hopper):
@@ -65,14 +90,40 @@ def test_few_rows_keep_the_small_m_kernels_which_round_c_themselves(hopper):
         assert for_gemm.spec.output_type == "float32"
 
 
-def test_mixed_pairs_and_other_gpus_keep_the_float32_kernels(hopper, monkeypatch):
+def test_mixed_pairs_keep_the_float32_kernels(hopper, monkeypatch):
     *_, mixed = route((512, 4096), (4096, 4096), ("bfloat16", "float16"))
     assert mixed.spec.stage == "tile_wgmma" and mixed.spec.operand_types == specs.FLOAT32_OPERANDS
     monkeypatch.setattr(device, "has_wgmma", lambda: False)
     kernel_choice._heuristic.cache_clear()
-    *_, other = route((512, 4096), (4096, 4096), ("bfloat16", "bfloat16"))
-    assert other.spec.stage == "tile_threads"  # converts on load; no wgmma to multiply halves on
+    *_, other = route((512, 4096), (4096, 4096), ("bfloat16", "float16"))
+    assert other.spec.stage == "tile_threads" and other.spec.operand_types == ("bfloat16", "float16")
     kernel_choice._heuristic.cache_clear()
+
+
+def test_without_wgmma_few_rows_gemm_and_deterministic(without_wgmma):
+    for m, n, stage in ((1, 4096, "small_m"), (8, 14336, "small_m"), (2, 14336, "small_m_wide")):
+        *_, launch = route((m, 4096), (4096, n), ("bfloat16", "bfloat16"))
+        assert launch.spec.stage == stage and launch.spec.output_type == "bfloat16"
+    *_, for_gemm = route((128, 4096), (4096, 4096), ("float16", "float16"), float32_out=True)
+    assert for_gemm.spec.stage == "half_mma" and for_gemm.spec.output_type == "float32"
+    assert for_gemm.spec.sum_to is None
+    chooser = kernel_choice.deterministic_chooser("float32")
+    launches = {route((m, 1000), (1000, 512), ("float16", "float16"), chooser)[-1] for m in (1, 8, 64, 3000)}
+    assert len(launches) == 1
+    (launch,) = launches
+    assert launch.spec.stage == "half_mma" and launch.k_splits == 1
+    assert (launch.spec.block_m, launch.spec.block_n) == specs.HALF_MMA_BLOCKS[0]
+
+
+def test_hopper_keeps_a_tuned_float32_kernel_for_halves(hopper):
+    """On Hopper an autotuned tile_threads (a float32 candidate) stays itself
+    for a pair of one half type: half_mma is the path of GPUs without wgmma."""
+    tile_threads = kernel_choice.Launch(specs.spec("tile_threads", "cuda"))
+    p = plan((512, 4096), (4096, 4096))
+    launch = kernel_choice.for_operands(tile_threads, device.CUDA, p, ("float16", "float16"))
+    assert launch.spec.stage == "tile_threads"
+    without = kernel_choice.for_operands(tile_threads, device.CUDA, p, ("float16", "float16"), wgmma=False)
+    assert without.spec.stage == "half_mma"
 
 
 def test_deterministic_half_products_use_one_launch_for_every_shape(hopper):
@@ -95,11 +146,12 @@ def test_split_lengths_are_whole_half_k_tiles():
     assert p.k_split_length(4, specs.HALF_K_TILE) % specs.HALF_K_TILE == 0
 
 
-def test_bad_half_wgmma_arguments_are_named():
+@pytest.mark.parametrize("make", [specs.cuda_half_wgmma, specs.cuda_half_mma])
+def test_bad_half_tensor_core_arguments_are_named(make):
     with pytest.raises(ValueError, match="element"):
-        specs.cuda_half_wgmma("float32")
+        make("float32")
     with pytest.raises(ValueError, match="output"):
-        specs.cuda_half_wgmma("float16", "bfloat16")
+        make("float16", "bfloat16")
     with pytest.raises(ValueError, match="cannot write"):
         specs.spec("tile_threads", "cuda").reading("float16", "float16").rounding_to("float16")
 

@@ -114,30 +114,51 @@ def test_every_layout(dtype, layout):
     check(c, a, b)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("block", specs.HALF_WGMMA_BLOCKS, ids=str)
-@pytest.mark.parametrize("splits", [1, 3])
-@pytest.mark.parametrize("output", ["half", "float32"])
-def test_every_block_split_and_output(dtype, block, splits, output):
-    a, b = operands((200, 3000), (3000, 600), DTYPES[dtype], seed=2)
-    spec = specs.cuda_half_wgmma(dtype, dtype if output == "half" and splits == 1 else "float32",
-                                 BM=block[0], BN=block[1])
+def launch_half_kernel(make_spec, a, b, dtype, block, splits=1, output="half"):
+    """The instance ``make_spec`` (specs.cuda_half_wgmma or cuda_half_mma) makes
+    for ``block`` launched directly on a @ b, K split ``splits`` ways, its
+    result rounded to the half type (by the kernel, or by split_sum after
+    float32 partial sums) or float32, poisoned with NaN first."""
+    spec = make_spec(dtype, dtype if output == "half" and splits == 1 else "float32", BM=block[0], BN=block[1])
     if splits > 1 and output == "half":  # float32 partial sums, added and rounded by split_sum
         spec = dataclasses.replace(spec, sum_to=dtype)
     with mlx_sgemm.poisoned_outputs():
         c = launcher.launch(spec, a, b, k_splits=splits)
     assert c.dtype == getattr(mx, dtype if output == "half" else "float32")
-    check(c.astype(a.dtype), a, b)
+    return c
+
+
+def split_and_output_cases(blocks):
+    """Every dtype, block, split (none, 3 ways) and output for a split test."""
+    return pytest.mark.parametrize("dtype, block, splits, output", [
+        (dtype, block, splits, output) for dtype in DTYPES for block in blocks
+        for splits in (1, 3) for output in ("half", "float32")], ids=str)
+
+
+@split_and_output_cases(specs.HALF_WGMMA_BLOCKS)
+def test_every_block_split_and_output(dtype, block, splits, output):
+    a, b = operands((200, 3000), (3000, 600), DTYPES[dtype], seed=2)
+    check(launch_half_kernel(specs.cuda_half_wgmma, a, b, dtype, block, splits, output).astype(a.dtype), a, b)
+
+
+def non_finite_operands(dtype):
+    """A 130 x 256 @ 256 x 260 product with an Inf and a NaN in A."""
+    a, b = operands((130, 256), (256, 260), DTYPES[dtype], seed=3)
+    return a.at[5, 7].add(float("inf")).at[70, 0].add(float("nan")), b
+
+
+def check_non_finite(c, a, b):
+    """Inf and NaN where mx.matmul has them, the rest close to its values."""
+    ours, theirs = (np.array(x.astype(F32)) for x in (c, mx.matmul(a, b)))
+    assert np.array_equal(np.isnan(ours), np.isnan(theirs)) and np.array_equal(np.isinf(ours), np.isinf(theirs))
+    finite = np.isfinite(theirs)
+    assert np.allclose(ours[finite], theirs[finite], rtol=4 * UNIT_ROUNDOFF[a.dtype], atol=0.5)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_inf_and_nan_propagate_like_mx_matmul(dtype):
-    a, b = operands((130, 256), (256, 260), DTYPES[dtype], seed=3)
-    a = a.at[5, 7].add(float("inf")).at[70, 0].add(float("nan"))
-    ours, theirs = (np.array(x.astype(F32)) for x in (mlx_sgemm.matmul(a, b), mx.matmul(a, b)))
-    assert np.array_equal(np.isnan(ours), np.isnan(theirs)) and np.array_equal(np.isinf(ours), np.isinf(theirs))
-    finite = np.isfinite(theirs)
-    assert np.allclose(ours[finite], theirs[finite], rtol=4 * UNIT_ROUNDOFF[DTYPES[dtype]], atol=0.5)
+    a, b = non_finite_operands(dtype)
+    check_non_finite(mlx_sgemm.matmul(a, b), a, b)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

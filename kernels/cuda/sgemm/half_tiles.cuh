@@ -1,10 +1,12 @@
-// How half_wgmma keeps a k-tile of a 16-bit operand in shared memory: 64 elements of
-// k of each of LINES lines (rows of A, columns of B) in wgmma's 128-byte swizzle,
-// K-major or MN-major (HalfKTile), filled by the TMA or element by element, and
-// the descriptors its products read it by.
+// How half_wgmma and half_mma keep a k-tile of a 16-bit operand in shared memory: 64
+// elements of k of each of LINES lines (rows of A, columns of B) in wgmma's 128-byte
+// swizzle, K-major or MN-major (HalfKTile), filled by the TMA, by cp.async or element
+// by element, and the descriptors wgmma reads it by (mma.sync's ldmatrix reads it
+// by offset: sgemm/mma_half.cuh).
 #ifndef MLX_SGEMM_HALF_TILES_CUH
 #define MLX_SGEMM_HALF_TILES_CUH
 
+#include "async_copy.cuh"
 #include "operand.cuh"
 #include "tma.cuh"
 
@@ -74,6 +76,45 @@ struct HalfKTile {
       const int line = mn_major ? i % LINES : i / HALF_K_TILE;
       const int k = mn_major ? i / LINES : i % HALF_K_TILE;
       out[offset(mn_major, line, k) / 2] = lines.raw_at(line0 + line, k0 + k);
+    }
+  }
+
+  // Can the tile's 16-byte chunks (8 elements along the operand's contiguous
+  // direction: k K-major, lines MN-major) be copied by cp.async? Lines with
+  // that direction contiguous, 16 bytes apart by whole multiples, from a
+  // 16-byte aligned start (the tiles' own starts are multiples of 64 either way).
+  template <typename T>
+  __device__ static bool copies_in_chunks(bool mn_major, const Operand<T>& lines) {
+    return is_16_byte_aligned(lines.p) &&
+           (mn_major ? lines.rs == 1 && lines.cs % 8 == 0 : lines.cs == 1 && lines.rs % 8 == 0);
+  }
+
+  // Start copying the tile of lines line0.. and k = k0.. by cp.async, THREADS
+  // threads (this one `thread`), zeros outside: one 16-byte copy a chunk, a
+  // partial one at the operand's edge, consecutive threads reading
+  // neighbouring chunks in memory. Without `chunks` (copies_in_chunks false:
+  // general strides, odd rows) element by element (fill), whose plain stores
+  // reach the other threads through the same barrier as the copies.
+  template <int THREADS, typename T>
+  __device__ static void copy_async(int8_t* tile, bool mn_major, const Operand<T>& lines, int line0, int k0,
+                                    bool chunks, int thread) {
+    static_assert(sizeof(T) == 2, "16-bit elements: 8 a chunk");
+    constexpr int CHUNKS = LINES * HALF_K_TILE / 8, LINE_CHUNKS = LINES / 8, K_CHUNKS = HALF_K_TILE / 8;
+    static_assert(CHUNKS % THREADS == 0, "every thread copies the same number of chunks");
+    if (!chunks) {
+      fill(tile, mn_major, lines, line0, k0, thread, THREADS);
+      return;
+    }
+#pragma unroll
+    for (int j = 0; j < CHUNKS / THREADS; ++j) {
+      const int i = j * THREADS + thread;
+      const int line = mn_major ? (i % LINE_CHUNKS) * 8 : i / K_CHUNKS;
+      const int k = mn_major ? i / LINE_CHUNKS : (i % K_CHUNKS) * 8;
+      const int l = line0 + line, kk = k0 + k;
+      const int valid = mn_major ? (kk < lines.cols ? max(0, min(8, lines.rows - l)) : 0)
+                                 : (l < lines.rows ? max(0, min(8, lines.cols - kk)) : 0);
+      cp_async<16>(tile + offset(mn_major, line, k), valid ? lines.p + l * lines.rs + kk * lines.cs : lines.p,
+                   2 * valid);
     }
   }
 };
