@@ -4,6 +4,7 @@ one product per evaluation, and half_wgmma's block shapes and K splits.
     python benchmarks/half_precision.py --csv results/half-precision.csv
     python benchmarks/half_precision.py --variants   # every block shape and split
     python benchmarks/half_precision.py --half-mma   # and half_mma, as a GPU without wgmma runs it
+    python benchmarks/half_precision.py --gemv-variants  # M <= 8: half_gemv's variants and small_m
 
 Shapes: the shape suite's LLM projections, M in {1, 4, 8, 32, 128, 512, 2048}
 against (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336)}, plus 4096^3
@@ -31,6 +32,9 @@ SHAPES = ([(m, n, k) for m in (1, 4, 8, 32, 128, 512, 2048) for n, k in ((4096, 
 DTYPES = ("bfloat16", "float16")
 
 
+# half_gemv's (WARPS, IN_FLIGHT) variants beside matmul's choice (--gemv-variants).
+GEMV_VARIANTS = ((16, 1), (8, 2), (8, 4))
+
 # Weights read at once for the bandwidth figure: more bytes than the L2 holds,
 # so no product finds its W there.
 WEIGHTS = 8
@@ -51,7 +55,7 @@ def weight_rates(products: dict, a, n: int, k: int, layout: str, dtype: str) -> 
     mx.eval(*bs)
     rates = {}
     for name, product in products.items():
-        if name in ("ours", "mx"):
+        if name in ("ours", "mx") or not name.startswith("half_wgmma"):
             seconds = timing.median_seconds(lambda product=product: mx.stack([product(a, b) for b in bs]), repeats=10)
             rates[name] = WEIGHTS * n * k * a.itemsize / seconds / 1e9
     return rates
@@ -64,6 +68,9 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", action="store_true", help="also time each half_wgmma block shape and split")
     parser.add_argument("--half-mma", action="store_true",
                         help="also time half_mma (mma.sync) as matmul launches it on a GPU without wgmma (M > 8)")
+    parser.add_argument("--gemv-variants", action="store_true",
+                        help="M <= 8: also time half_gemv's warps and loads in flight, and the small-M "
+                             "kernel converting on load that a GPU without mma.sync runs")
     parser.add_argument("--shapes", nargs="+", default=None, metavar="M,N,K")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
@@ -114,6 +121,15 @@ def main(argv=None) -> int:
                     mma = kernel_choice.half_launch(plan(a.shape, b.shape), dtype, wgmma=False)
                     products[f"half_mma[{mma.spec.block_m}x{mma.spec.block_n}]/{mma.k_splits}"] = (
                         lambda x, y, mma=mma: launcher.launch(mma.spec, x, y, k_splits=mma.k_splits))
+                if args.gemv_variants and m <= kernel_choice.SMALL_M:
+                    for warps, in_flight in GEMV_VARIANTS:
+                        spec = specs.cuda_half_gemv(dtype, WARPS=warps, IN_FLIGHT=in_flight)
+                        products[f"half_gemv[W{warps},F{in_flight}]"] = (
+                            lambda x, y, spec=spec: launcher.launch(spec, x, y))
+                    small = kernel_choice.heuristic(device.CUDA, "float32", plan(a.shape, b.shape))
+                    small_spec = small.spec.reading(dtype, dtype).rounding_to(dtype)
+                    products[f"{small_spec.stage}[{small_spec.block_m}x{small_spec.block_n}]"] = (
+                        lambda x, y, spec=small_spec: launcher.launch(spec, x, y))
                 fns = {name: (lambda f=f: f(a, b)) for name, f in products.items()}
                 times = timing.alternating_medians(fns, rounds=args.rounds, repeats=args.repeats,
                                                    calls=timing.ONE_AT_A_TIME)

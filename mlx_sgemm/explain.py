@@ -82,8 +82,8 @@ class Explanation:
         ]
         lines += [f"operand {name}    {how}" for name, how in self.layouts.items()]
         lines += [f"dtype {name}      {self.dtypes[name]}: "
-                  + (_HALF_MMA_WORDS if self.kernel == "half_mma" and how == kernel_choice.HALF_TENSOR_CORES
-                     else _CONVERSION_WORDS[how])
+                  + (_HALF_TENSOR_CORE_WORDS.get(self.kernel, _CONVERSION_WORDS[how])
+                     if how == kernel_choice.HALF_TENSOR_CORES else _CONVERSION_WORDS[how])
                   for name, how in self.conversions.items()]
         lines.append(f"contract     {self.contract}")
         if self.recorded:
@@ -110,9 +110,14 @@ _CONVERSION_WORDS = {
                         "this kernel's copies move bytes into tiles the matrix units read as float32",
     "mx.matmul": "as MLX's matmul takes it",
 }
-# half_mma's copies and products where half_wgmma's are the TMA and wgmma.
-_HALF_MMA_WORDS = ("read as it is into shared memory by cp.async, inside the kernel (no copy, no cast): "
-                   "multiplied on the tensor cores (mma.sync) into float32 accumulators")
+# The other half tensor-core kernels' copies and products, where half_wgmma's
+# are the TMA and wgmma.
+_HALF_TENSOR_CORE_WORDS = {
+    "half_mma": "read as it is into shared memory by cp.async, inside the kernel (no copy, no cast): "
+                "multiplied on the tensor cores (mma.sync) into float32 accumulators",
+    "half_gemv": "read as it is straight into the tensor cores' registers, inside the kernel (no copy, no cast, "
+                 "no shared memory): multiplied on the tensor cores (mma.sync) into float32 accumulators",
+}
 
 
 def _parameter(name: str, value) -> tuple[str, object]:
@@ -169,6 +174,13 @@ def _layouts(backend: str, spec, b_transposed: bool) -> dict:
                  "(MN-major, read by ldmatrix.trans)",
             "b": b + "; by cp.async into " + ("K-major tiles (W's rows)" if b_transposed else "MN-major tiles")
                  + "; other strides are written into the tiles element by element",
+        }
+    if spec.source_file == "half_gemv.cu":  # runs of B as they lie, straight into mma's fragments
+        return {
+            "a": "read in place at its strides; a row's runs of k through L1, shared by every warp",
+            "b": b + (" in 16-byte runs of k (W's rows)" if b_transposed else
+                      " in runs of 4 columns, paired into k by byte permutes")
+                 + "; other strides or alignments are read element by element",
         }
     if spec.source_file == "half_wgmma.cu":  # 16-bit wgmma reads either layout (chapter 8)
         return {
@@ -318,6 +330,10 @@ def explain(
                              f"{how.spec.block_n} block: "
                              + ("C's rows fit in 64" if how.spec.block_m == 64 else "128 rows")
                              + ", 128 columns: three stages fit every such GPU's shared memory")
+            elif how.spec.stage == "half_gemv":
+                chosen_by = (f"rule: both operands {types[0]}, M <= {kernel_choice.SMALL_M} rows: bound by reading "
+                             "B, which goes straight from memory into mma.sync's registers (chapter 8), "
+                             "blocks of 32 columns, their warps taking turns down K")
             if how.k_splits > 1:
                 tiles = math.prod(padded.tiles(how.spec.block_m, how.spec.block_n)) * padded.batch
                 chosen_by += (f"; K split {how.k_splits} ways: {tiles} output tiles alone would leave "

@@ -144,9 +144,10 @@ def test_half_operands_reach_the_kernels_that_convert_on_load_as_they_are(reques
 
 @pytest.mark.parametrize("dtypes", [(F16, F16), (BF16, F32)], ids=str)
 def test_no_cast_of_an_operand_where_the_kernel_converts(fake_cuda, monkeypatch, dtypes):
-    """The ops make no astype of an operand for a kernel that converts on load,
-    nor of the product where the kernel rounds it (the small-M kernels on a pair
-    of one half type)."""
+    """The ops make no astype of an operand for a kernel that converts on load
+    or multiplies the halves as they are, nor of the product where the kernel
+    rounds it (half_gemv on a pair of one half type, small_m on a mixed pair's
+    few rows)."""
     from mlx_sgemm import ops
 
     casts = []
@@ -159,7 +160,7 @@ def test_no_cast_of_an_operand_where_the_kernel_converts(fake_cuda, monkeypatch,
     monkeypatch.setattr(ops, "_as_dtype", spy)
     a, b = operands((4, 64), (64, 96), *dtypes)
     mlx_sgemm.matmul(a, b)
-    assert fake_cuda[-1].spec.stage == "small_m"
+    assert fake_cuda[-1].spec.stage == ("half_gemv" if dtypes[0] == dtypes[1] else "small_m")
     # No cast at all: a float32 result as the kernel writes it, a half one
     # rounded by the kernel itself (its instance for the pair, rounding_to).
     assert [(x, t) for x, t in casts if x != t] == []
@@ -173,9 +174,13 @@ def test_no_cast_of_an_operand_where_the_kernel_converts(fake_cuda, monkeypatch,
 def test_explain_says_which_operands_are_converted_on_load_and_which_cast(dtypes):
     a, b = (mx.zeros(s, dtype=d) for s, d in zip(((1, 4096), (4096, 4096)), dtypes))
     small = mlx_sgemm.explain(a, b, backend="cuda")
-    assert small.kernel == "small_m"
-    expected = {n: kernel_choice.AS_IS if d == F32 else kernel_choice.CONVERTED_ON_LOAD for n, d in zip("ab", dtypes)}
-    assert small.conversions == expected
+    if dtypes[0] == dtypes[1]:  # a token's products on the tensor cores too (half_gemv)
+        assert small.kernel == "half_gemv"
+        assert small.conversions == dict.fromkeys("ab", kernel_choice.HALF_TENSOR_CORES)
+    else:
+        assert small.kernel == "small_m"
+        assert small.conversions == {n: kernel_choice.AS_IS if d == F32 else kernel_choice.CONVERTED_ON_LOAD
+                                     for n, d in zip("ab", dtypes)}
     cast = {n: kernel_choice.AS_IS if d == F32 else kernel_choice.CAST for n, d in zip("ab", dtypes)}
     large = mlx_sgemm.explain((1024, 4096), (4096, 2048), backend="cuda", dtype=tuple(map(name, dtypes)))
     # With every side 2048 or more the float16 split, which splits float32 operands.
@@ -187,9 +192,10 @@ def test_explain_says_which_operands_are_converted_on_load_and_which_cast(dtypes
             assert "rounded once to" in e.contract and "both operands" in e.chosen_by
         text = str(small) + str(large)
         assert f"{name(dtypes[0])}: read as it is into shared memory by the TMA" in text
+        assert f"{name(dtypes[0])}: read as it is straight into the tensor cores' registers" in text
         # A persistent kernel: a block an SM or so, walking the tiles.
         assert split.parameters["tiles"] == 512 and split.parameters["blocks"] == 132
-        assert small.contract.endswith(f"rounded once to {name(dtypes[0])} in the kernel")
+        assert f"rounded once to {name(dtypes[0])}" in small.contract
     else:  # a mixed pair: the float32 kernels, the half operand cast first
         assert large.kernel == "tile_wgmma" and split.kernel == "fp16_emulated"
         assert large.conversions == split.conversions == cast
@@ -342,13 +348,13 @@ def test_explain_says_half_mma_multiplies_a_pair_of_one_half_type_without_wgmma(
 def test_a_gpu_without_wgmma_runs_half_mma_on_a_pair_of_one_half_type(fake_cuda, monkeypatch, dtype):
     """matmul on a faked CUDA GPU without wgmma: a pair of one half type goes
     to half_mma as it is (its result in the half type, K split with split_sum
-    where tiles are few), a few rows to the small-M kernels, a mixed pair to
+    where tiles are few), a few rows to half_gemv, a mixed pair to
     tile_threads converting on load."""
     monkeypatch.setattr(device, "has_wgmma", lambda: False)
     a, b, x = mx.ones((300, 512), dtype=dtype), mx.ones((512, 200), dtype=dtype), mx.ones((4, 512), dtype=dtype)
     mixed = mx.ones((512, 200), dtype=F32)
     outs = [mlx_sgemm.matmul(a, b), mlx_sgemm.matmul(x, b), mlx_sgemm.matmul(a, mixed)]
-    assert [launch.spec.stage for launch in fake_cuda] == ["half_mma", "small_m", "tile_threads"]
+    assert [launch.spec.stage for launch in fake_cuda] == ["half_mma", "half_gemv", "tile_threads"]
     assert fake_cuda[0].spec.operand_types == (name(dtype),) * 2 and fake_cuda[0].spec.output_type == name(dtype)
     assert [o.dtype for o in outs] == [dtype, dtype, F32]
     assert all(bool(mx.all(o == 512)) for o in outs)

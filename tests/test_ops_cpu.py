@@ -80,7 +80,8 @@ def test_every_kernel_file_has_a_spec():
     for backend, suffix in (("cuda", ".cu"), ("metal", ".metal")):
         files = {p.name for p in (sources.kernels_dir() / backend).glob("*" + suffix)}
         used = {s.source_file for s in specs.specs(backend) + specs.emulation_specs(backend)
-                + (specs.half_wgmma_specs() + specs.half_mma_specs() if backend == "cuda" else [])}
+                + (specs.half_wgmma_specs() + specs.half_mma_specs() + specs.half_gemv_specs()
+                   if backend == "cuda" else [])}
         assert files == used, f"{backend}: files without spec {files - used}, missing {used - files}"
 
 

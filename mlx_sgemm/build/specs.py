@@ -62,7 +62,7 @@ INPUT_NAMES = ("a", "b", "params")
 ROUNDS_IN_KERNEL = ("small_m", "small_m_wide")
 # The CUDA kernels that multiply a pair of one half type on the tensor cores as
 # they are (chapter 8): wgmma on Hopper, mma.sync elsewhere.
-HALF_TENSOR_CORE_SOURCES = ("half_wgmma.cu", "half_mma.cu")
+HALF_TENSOR_CORE_SOURCES = ("half_wgmma.cu", "half_mma.cu", "half_gemv.cu")
 OUTPUT_NAMES = ("c",)
 BACKENDS = ("metal", "cuda")
 # The element types an operand may have, by MLX's dtype names.
@@ -413,6 +413,30 @@ def cuda_half_mma(element: str = "bfloat16", output: str | None = None, *, BM: i
         operand_types=(element, element),
         k_tile=HALF_K_TILE,
     )
+
+
+def cuda_half_gemv(element: str = "bfloat16", output: str | None = None, *, WARPS: int = 16,
+                   IN_FLIGHT: int = 2) -> KernelSpec:
+    """Chapter 8 for a token's products (kernels/cuda/half_gemv.cu; sm_80 on):
+    a few rows of A (blocks of 8) against B of one half type ``element``, on
+    mma.sync m16n8k16 with B's runs read straight into the fragments, C rounded
+    once to ``output`` (as :func:`cuda_half_wgmma`). Blocks of 32 columns, of
+    WARPS warps taking turns down K, IN_FLIGHT chunks of 2 KB of B in flight a
+    warp; registers capped so that the block launches."""
+    output = _half_output(element, output)
+    return KernelSpec(
+        "half_gemv", "cuda", "half_gemv.cu", (32 * WARPS, 1, 1), 8, 32,
+        (("WARPS", WARPS), ("IN_FLIGHT", IN_FLIGHT), ("TA", element), ("TB", element), ("TC", output)),
+        min_blocks=1,
+        output_dtypes=(output,),
+        operand_types=(element, element),
+    )
+
+
+def half_gemv_specs() -> list[KernelSpec]:
+    """Every half_gemv instance matmul may run (kernel_choice.for_operands):
+    both half types, rounding to the type or writing float32 (gemm)."""
+    return [cuda_half_gemv(element, output) for element in ("float16", "bfloat16") for output in (element, "float32")]
 
 
 def cuda_split_sum(output: str) -> KernelSpec:

@@ -103,6 +103,14 @@ def cuda_multiprocessors() -> int | None:
     return count.value if count.value > 0 else None
 
 
+def has_mma_sync() -> bool:
+    """mma.sync on float16 / bfloat16 (m16n8k16, compute capability 8.0 on:
+    half_mma, half_gemv). An MLX that does not report the capability is taken
+    to have it: a GPU without would fail to compile the kernel, loudly."""
+    capability = cuda_compute_capability()
+    return capability is None or capability >= (8, 0)
+
+
 def has_wgmma() -> bool:
     """Hopper (compute capability 9.0): warpgroup MMA, which MLX's NVRTC build
     targets as sm_90a. Later architectures do not have wgmma."""

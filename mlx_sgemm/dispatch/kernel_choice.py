@@ -502,7 +502,8 @@ def for_operands(launch: Launch, backend: str, p: Plan, operand_types: tuple[str
     kernel, half_mma where it is the large-product kernel of a GPU without
     wgmma, and either (by the GPU) where ``matmul`` (the chooser is matmul's)
     for more than SMALL_M rows, whatever the autotuner found for float32
-    operands of the shape class. Else :meth:`Launch.reading`. ``float32_out``:
+    operands of the shape class; half_gemv where the choice is a small-M
+    kernel, on a GPU with mma.sync. Else :meth:`Launch.reading`. ``float32_out``:
     the product as float32, not rounded to the half type (gemm);
     ``deterministic``: ``matmul(..., deterministic=True)``'s launch; ``wgmma``:
     whether the GPU has it (None: ask the device)."""
@@ -513,6 +514,9 @@ def for_operands(launch: Launch, backend: str, p: Plan, operand_types: tuple[str
         large = launch.spec in _WITHOUT_WGMMA if not has_wgmma else launch.spec.source_file in _HOPPER_TENSOR_CORE_SOURCES
         if large or (matmul and p.M > SMALL_M):
             return half_launch(p, a_type, float32_out, deterministic, wgmma=has_wgmma)
+        if launch.spec.stage in specs.ROUNDS_IN_KERNEL and (has_wgmma or device.has_mma_sync()):
+            # A token's products (the small-M kernels' rows): half_gemv.
+            return Launch(_half_gemv_spec(a_type, "float32" if float32_out else a_type), 1)
     reading = launch.reading(a_type, b_type)
     if one_half_type and launch.spec.stage in specs.ROUNDS_IN_KERNEL and launch.k_splits == 1 and not float32_out:
         # The small-M kernels round C themselves: no second kernel to cast it.
@@ -537,6 +541,11 @@ def half_launch(p: Plan, element: str, float32_out: bool = False, deterministic:
     output = "float32" if float32_out or splits > 1 else element
     return Launch(_half_spec(element, output, bm, bn, None if float32_out or splits == 1 else element, wgmma),
                   splits)
+
+
+@functools.cache
+def _half_gemv_spec(element: str, output: str) -> specs.KernelSpec:
+    return specs.cuda_half_gemv(element, output)
 
 
 @functools.cache

@@ -38,13 +38,13 @@ REQUIRED = bool(os.environ.get("MLX_SGEMM_REQUIRE_CUDA_TOOLS"))
 # Every registered stage, the tile_wgmma variants matmul picks on Hopper, the
 # INT8 emulation's kernels, tile_async and tile_simdgroup as built for GPUs
 # without Hopper's shared memory and setmaxnreg, and chapter 8's: half_wgmma's
-# and half_mma's instances, split_sum, and the small-M kernels rounding C to a half type.
+# half_mma's and half_gemv's instances, split_sum, and the small-M kernels rounding C to a half type.
 CUDA_SPECS = specs.specs("cuda") + [
     spec for precision in kernel_choice.PRECISIONS for spec in kernel_choice.wgmma_variants(precision)
     if spec not in specs.specs("cuda")
 ] + specs.emulation_specs("cuda") + [
     kernel_choice.stage_spec(stage, "cuda", wgmma=False) for stage in ("tile_async", "tile_simdgroup")
-] + specs.half_wgmma_specs() + specs.half_mma_specs() + [
+] + specs.half_wgmma_specs() + specs.half_mma_specs() + specs.half_gemv_specs() + [
     specs.spec(stage, "cuda").reading(t, t).rounding_to(t)
     for stage in specs.ROUNDS_IN_KERNEL for t in ("float16", "bfloat16")
 ]
@@ -157,11 +157,13 @@ def test_nvcc_compiles_for_sm90a(spec, tmp_path):
     check_resources(spec, nvcc_compile(full_source(spec), tmp_path))
 
 
-# half_mma is the kernel of GPUs without wgmma: it must build for Ampere
-# (sm_80, sm_86) and Ada (sm_89) too, where MLX's NVRTC targets those, as
-# well as for the H100 it can be tested on.
+# half_mma is the kernel of GPUs without wgmma, and half_gemv runs on every
+# GPU from sm_80 on: they must build for Ampere (sm_80, sm_86) and Ada (sm_89)
+# too, where MLX's NVRTC targets those, as well as for the H100 they can be
+# tested on.
 @pytest.mark.parametrize("arch", ["80", "86", "89"])
-@pytest.mark.parametrize("spec", specs.half_mma_specs()[:2], ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
+@pytest.mark.parametrize("spec", specs.half_mma_specs()[:2] + specs.half_gemv_specs()[:1],
+                         ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
 def test_nvcc_compiles_half_mma_for_ampere_and_ada(spec, arch, tmp_path):
     needs(shutil.which("nvcc") is not None, "nvcc (CUDA 13)")
     check_resources(spec, nvcc_compile(full_source(spec), tmp_path, arch))

@@ -1,6 +1,7 @@
 """Chapter 8's choice, without a GPU: which kernel a pair of one half type
 gets on Hopper (half_wgmma, its block, its K splits and output) and on other
-CUDA GPUs (half_mma), and what keeps the float32 kernels."""
+CUDA GPUs (half_mma), for a token's few rows (half_gemv), and what keeps the
+float32 kernels."""
 
 import pytest
 
@@ -80,14 +81,32 @@ def test_gemm_asks_for_the_float32_product(hopper):
         assert launch.spec.sum_to is None  # split partial sums added by mx.sum, in float32
 
 
-def test_few_rows_keep_the_small_m_kernels_which_round_c_themselves(hopper):
-    for m, n, stage in ((1, 4096, "small_m"), (8, 14336, "small_m"), (2, 14336, "small_m_wide")):
+# A token's products (rows the float32 choice gives the small-M kernels).
+FEW_ROWS = ((1, 4096, "small_m"), (8, 14336, "small_m"), (2, 14336, "small_m_wide"))
+
+
+def test_few_rows_go_to_half_gemv_which_rounds_c_itself(hopper):
+    for m, n, stage in FEW_ROWS:
         *_, launch = route((m, 4096), (4096, n), ("float16", "float16"))
-        assert launch.spec.stage == stage and launch.spec.output_type == "float16"
+        assert launch.spec.stage == "half_gemv" and launch.spec.output_type == "float16"
+        assert launch.spec.operand_types == ("float16", "float16") and launch.k_splits == 1
+        assert kernel_choice.operand_conversions(launch.spec, "float16", "float16") == dict.fromkeys(
+            "ab", kernel_choice.HALF_TENSOR_CORES)
         *_, mixed = route((m, 4096), (4096, n), ("float16", "float32"))
-        assert mixed.spec.output_type == "float32"
+        assert mixed.spec.stage == stage and mixed.spec.output_type == "float32"
         *_, for_gemm = route((m, 4096), (4096, n), ("float16", "float16"), float32_out=True)
-        assert for_gemm.spec.output_type == "float32"
+        assert for_gemm.spec.stage == "half_gemv" and for_gemm.spec.output_type == "float32"
+
+
+def test_without_mma_sync_few_rows_keep_the_small_m_kernels_which_round_c_themselves(without_wgmma, monkeypatch):
+    """A GPU before sm_80 (no mma.sync on halves): the small-M kernels convert
+    the halves on load and round C themselves."""
+    monkeypatch.setattr(device, "cuda_compute_capability", lambda: (7, 5))
+    for m, n, stage in FEW_ROWS:
+        *_, launch = route((m, 4096), (4096, n), ("bfloat16", "bfloat16"))
+        assert launch.spec.stage == stage and launch.spec.output_type == "bfloat16"
+        *_, for_gemm = route((m, 4096), (4096, n), ("bfloat16", "bfloat16"), float32_out=True)
+        assert for_gemm.spec.stage == stage and for_gemm.spec.output_type == "float32"
 
 
 def test_mixed_pairs_keep_the_float32_kernels(hopper, monkeypatch):
@@ -101,9 +120,9 @@ def test_mixed_pairs_keep_the_float32_kernels(hopper, monkeypatch):
 
 
 def test_without_wgmma_few_rows_gemm_and_deterministic(without_wgmma):
-    for m, n, stage in ((1, 4096, "small_m"), (8, 14336, "small_m"), (2, 14336, "small_m_wide")):
+    for m, n, _ in FEW_ROWS:  # mma.sync (sm_80 on)
         *_, launch = route((m, 4096), (4096, n), ("bfloat16", "bfloat16"))
-        assert launch.spec.stage == stage and launch.spec.output_type == "bfloat16"
+        assert launch.spec.stage == "half_gemv" and launch.spec.output_type == "bfloat16"
     *_, for_gemm = route((128, 4096), (4096, 4096), ("float16", "float16"), float32_out=True)
     assert for_gemm.spec.stage == "half_mma" and for_gemm.spec.output_type == "float32"
     assert for_gemm.spec.sum_to is None
