@@ -32,8 +32,8 @@ SHAPES = ([(m, n, k) for m in (1, 4, 8, 32, 128, 512, 2048) for n, k in ((4096, 
 DTYPES = ("bfloat16", "float16")
 
 
-# half_gemv's (WARPS, IN_FLIGHT) variants beside matmul's choice (--gemv-variants).
-GEMV_VARIANTS = ((16, 1), (8, 2), (8, 4))
+# half_gemv's (NT, WARPS, IN_FLIGHT, MIN_BLOCKS) variants beside matmul's choice (--gemv-variants).
+GEMV_VARIANTS = ((2, 16, 2, 1), (2, 8, 2, 2), (2, 16, 1, 1), (1, 8, 2, 4))
 
 # Weights read at once for the bandwidth figure: more bytes than the L2 holds,
 # so no product finds its W there.
@@ -122,9 +122,10 @@ def main(argv=None) -> int:
                     products[f"half_mma[{mma.spec.block_m}x{mma.spec.block_n}]/{mma.k_splits}"] = (
                         lambda x, y, mma=mma: launcher.launch(mma.spec, x, y, k_splits=mma.k_splits))
                 if args.gemv_variants and m <= kernel_choice.SMALL_M:
-                    for warps, in_flight in GEMV_VARIANTS:
-                        spec = specs.cuda_half_gemv(dtype, WARPS=warps, IN_FLIGHT=in_flight)
-                        products[f"half_gemv[W{warps},F{in_flight}]"] = (
+                    for nt, warps, in_flight, min_blocks in GEMV_VARIANTS:
+                        spec = specs.cuda_half_gemv(dtype, NT=nt, WARPS=warps, IN_FLIGHT=in_flight,
+                                                    MIN_BLOCKS=min_blocks)
+                        products[f"half_gemv[N{nt},W{warps},F{in_flight},B{min_blocks}]"] = (
                             lambda x, y, spec=spec: launcher.launch(spec, x, y))
                     small = kernel_choice.heuristic(device.CUDA, "float32", plan(a.shape, b.shape))
                     small_spec = small.spec.reading(dtype, dtype).rounding_to(dtype)

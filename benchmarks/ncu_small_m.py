@@ -5,8 +5,12 @@ each evaluated alone, for Nsight Compute: kernel time and DRAM bytes per call.
         --metrics dram__bytes_read.sum,gpu__time_duration.sum \
         python benchmarks/ncu_small_m.py 4 14336 4096
         python benchmarks/ncu_small_m.py 1 4096 4096 T     # x @ W.T
+        python benchmarks/ncu_small_m.py 1 14336 4096 T bfloat16   # operands' dtype
+        python benchmarks/ncu_small_m.py 1 14336 4096 bfloat16 half_gemv:4,16,1,1  # and a variant
 
-(M N K, and T for B as a transposed view.) The question: is a small product's
+(M N K, T for B as a transposed view, the operands' dtype, float32 unless named,
+and half_gemv:NT,WARPS,IN_FLIGHT,MIN_BLOCKS for five calls of that half_gemv
+instance too, launched directly.) The question: is a small product's
 gap to cuBLAS in the kernel or around it? (docs/performance-log.md, "H100's
 4x14336x4096 and B's L2 policy".) CUDA only, under ncu on the GPU machine.
 """
@@ -17,11 +21,20 @@ import mlx.core as mx
 
 from mlx_sgemm import ops
 from mlx_sgemm.bench import accuracy
+from mlx_sgemm.build import launcher, specs
 
 os.environ["MLX_ENABLE_TF32"] = "0"
 m, n, k = [int(x) for x in sys.argv[1:4]]
-transposed = sys.argv[4:5] == ["T"]
-a, w = accuracy.random_operands((m, k), (n, k) if transposed else (k, n)); mx.eval(a, w)
+transposed = "T" in sys.argv[4:]
+dtype = next((getattr(mx, x) for x in sys.argv[4:] if x != "T" and ":" not in x), mx.float32)
+variants = [x.partition(":")[2] for x in sys.argv[4:] if x.startswith("half_gemv:")]
+a, w = (x.astype(dtype) for x in accuracy.random_operands((m, k), (n, k) if transposed else (k, n)))
+mx.eval(a, w)
 b = mx.swapaxes(w, -1, -2) if transposed else w
 for _ in range(5): mx.eval(mx.matmul(a, b))
 for _ in range(5): mx.eval(ops.matmul(a, b))
+for variant in variants:
+    nt, warps, in_flight, min_blocks = map(int, variant.split(","))
+    spec = specs.cuda_half_gemv(str(dtype).rpartition(".")[2], NT=nt, WARPS=warps, IN_FLIGHT=in_flight,
+                                MIN_BLOCKS=min_blocks)
+    for _ in range(5): mx.eval(launcher.launch(spec, a, b))

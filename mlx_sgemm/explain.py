@@ -333,7 +333,9 @@ def explain(
             elif how.spec.stage == "half_gemv":
                 chosen_by = (f"rule: both operands {types[0]}, M <= {kernel_choice.SMALL_M} rows: bound by reading "
                              "B, which goes straight from memory into mma.sync's registers (chapter 8), "
-                             "blocks of 32 columns, their warps taking turns down K")
+                             f"blocks of 32 columns, their {how.spec.threadgroup[0] // 32} warps taking turns down K"
+                             + (", two blocks an SM: blocks enough to overlap their ends" if how.spec.min_blocks > 1
+                                else ", a block an SM"))
             if how.k_splits > 1:
                 tiles = math.prod(padded.tiles(how.spec.block_m, how.spec.block_n)) * padded.batch
                 chosen_by += (f"; K split {how.k_splits} ways: {tiles} output tiles alone would leave "

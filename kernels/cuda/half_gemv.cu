@@ -1,5 +1,6 @@
 #include "sgemm/dispatch.cuh"
 #include "sgemm/epilogue.cuh"
+#include "sgemm/gemv_fragments.cuh"
 #include "sgemm/mma_half.cuh"
 #include "sgemm/operand.cuh"
 #include "sgemm/params.cuh"
@@ -37,20 +38,22 @@
 // A is read through L1 (a few KB, read by every warp of every block).
 //
 // Block: BN = 16 NT columns of C, BLOCK_M = 8 rows, WARPS warps that take
-// turns down K a chunk each (warp w: chunks w, w + WARPS, ...), IN_FLIGHT
-// chunks' loads of column-major B in flight a warp (2 KB each), and twice as
-// many of row-major B's (1 KB each). Their partial sums meet in shared memory
+// turns down K a chunk each (warp w: chunks w, w + WARPS, ...), in sets of
+// IN_FLIGHT chunks of column-major B (NT KB a set) or twice as many of
+// row-major B's (NT / 2 KB each), two sets in flight a warp. The element path
+// is compiled out of line (sgemm/gemv_fragments.cuh): inlined, its registers
+// would cap the warps an SM holds, which is what keeps bytes in flight. The
+// warps' partial sums meet in shared memory
 // (store_slot_sums adds them in a fixed order: deterministic). The chunks
 // inside the matrices take plain vector loads; the last partial chunk, a
 // column tile past N and operands whose strides or alignment allow no such
 // load read element by element with zeros outside (same fragments, slow,
 // correct for any layout).
 //
-// Template constants (mlx_sgemm/build/specs.py, cuda_half_gemv): WARPS
+// Template constants (mlx_sgemm/build/specs.py, cuda_half_gemv): NT, WARPS
 // (threads = 32 WARPS = the spec's threadgroup), IN_FLIGHT (as above),
 // TA = TB (the half type), TC (C's type).
 constexpr int BLOCK_M = 8;   // rows of C per block (= the spec's block_m)
-constexpr int NT = 2;        // 16-column tiles of C per block
 constexpr int BN = 16 * NT;  // columns of C per block (= the spec's block_n)
 constexpr int THREADS = 32 * WARPS;
 using T = TA;
@@ -76,38 +79,51 @@ const sgemm::Operand<TB> B = t.B;
 const bool a_row = g < rows;  // this lane's row of A (the fragment's column of A^T) is in the matrix
 const TA* const a_line = A.p + (t.row0 + (a_row ? g : 0)) * A.rs;
 
-// Element (r, k) of A or (k, n) of B as its 16 bits, zero outside; two such
-// as one register, the first in the low half (the element path).
-auto bits = [](auto v) { return static_cast<uint32_t>(*reinterpret_cast<const unsigned short*>(&v)); };
-auto a_bits = [&](int k) { return a_row ? bits(A.raw_at(t.row0 + g, k)) : 0u; };
-auto b_bits = [&](int k, int n) { return bits(B.raw_at(k, n)); };
-auto pair = [](uint32_t lo, uint32_t hi) { return lo | (hi << 16); };
+const int a_index = a_row ? t.row0 + g : -1;  // for the element path
 
 float acc[NT][4] = {};
 
-// Chunk by chunk down this warp's share of K: the full chunks, U in flight,
-// by vector loads where `vector` (compiled apart from the element path, so
-// that each has the registers to itself), then the last partial one with every
-// element checked. load(frag, k0, fast) fills a chunk's fragments (fast: an
-// IntTag, 1 for vector loads), multiply(frag) takes its products.
+// Chunk by chunk down this warp's share of K: the full chunks, in sets of U,
+// by vector loads where `vector` (else element by element, a chunk at a
+// time), then the last partial one with every element checked. load(frag,
+// k0, fast) fills a chunk's fragments (fast: an IntTag, 1 for vector loads),
+// multiply(frag) takes its products.
 auto walk = [&](auto chunk_k, auto fragment, bool vector, auto load, auto multiply) {
   constexpr int KC = decltype(chunk_k)::value;
   constexpr int U = IN_FLIGHT * 32 / KC;  // a column-major chunk has twice the bytes of a row-major one
   using Fragment = decltype(fragment);
   const int chunks = K / KC;
-  auto full_chunks = [&](auto fast) {
+  auto full_chunks = [&] {  // by vector loads
+    constexpr sgemm::IntTag<1> fast{};
+    // A set: this warp's U chunks from c0 on (those inside K). The next set's
+    // loads go out before this one's products, so that two sets are in flight
+    // while the tensor cores work.
+    auto load_set = [&](Fragment (&set)[U], int c0) {
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (c0 + u * WARPS < chunks) load(set[u], (c0 + u * WARPS) * KC, fast);
+    };
+    Fragment f[U], next[U];
+    load_set(f, warp);
+#pragma unroll 1  // two sets in flight, as measured (IN_FLIGHT sets the bytes)
     for (int c0 = warp; c0 < chunks; c0 += WARPS * U) {
-      Fragment f[U];
+      load_set(next, c0 + WARPS * U);
 #pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (c0 + u * WARPS < chunks) load(f[u], (c0 + u * WARPS) * KC, fast);
-#pragma unroll
-      for (int u = 0; u < U; ++u)
+      for (int u = 0; u < U; ++u) {
         if (c0 + u * WARPS < chunks) multiply(f[u]);
+        f[u] = next[u];
+      }
     }
   };
-  if (vector) full_chunks(sgemm::IntTag<1>{});
-  else full_chunks(sgemm::IntTag<0>{});
+  if (vector) {
+    full_chunks();
+  } else {  // one chunk at a time: across the element path's calls, little to keep
+    for (int c = warp; c < chunks; c += WARPS) {
+      Fragment f;
+      load(f, c * KC, sgemm::IntTag<0>{});
+      multiply(f);
+    }
+  }
   if (chunks * KC < K && warp == chunks % WARPS) {
     Fragment f;
     load(f, chunks * KC, sgemm::IntTag<0>{});
@@ -116,40 +132,27 @@ auto walk = [&](auto chunk_k, auto fragment, bool vector, auto load, auto multip
 };
 
 // Column-major B: a column of B (a row of W) is contiguous.
-struct ColFragment {
-  uint4 b[NT][2];  // rows g and g + 8 of each tile of B^T: 8 k each
-  uint4 a;         // A's row g at the same 8 k
-};
+using ColFragment = sgemm::ColFragment<NT>;
 auto col_major = [&] {
   const bool vector = B.rs == 1 && B.cs % 8 == 0 && sgemm::is_16_byte_aligned(B.p) && A.cs == 1 &&
                       A.rs % 8 == 0 && sgemm::is_16_byte_aligned(A.p);
-  int col[NT][2];  // the columns of C this lane's fragment rows stand for
+  // Fragment row h of tile j stands for column col0 + 16 j + g + 8 h of C; a
+  // column past N reads column N - 1 (in bounds, never stored).
+  const TB* b_line[NT][2];
 #pragma unroll
   for (int j = 0; j < NT; ++j)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) col[j][h] = t.col0 + 16 * j + g + 8 * h;
+    for (int h = 0; h < 2; ++h) b_line[j][h] = B.p + min(t.col0 + 16 * j + g + 8 * h, t.N - 1) * B.cs;
   auto load = [&](ColFragment& f, int k0, auto fast) {
     const int k = k0 + 8 * q;
+    if constexpr (decltype(fast)::value) {
 #pragma unroll
-    for (int j = 0; j < NT; ++j)
+      for (int j = 0; j < NT; ++j)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        if (decltype(fast)::value) {  // a column past N reads column N - 1: in bounds, never stored
-          f.b[j][h] = *reinterpret_cast<const uint4*>(B.p + min(col[j][h], t.N - 1) * B.cs + k);
-        } else {
-          uint32_t w[4];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) w[e] = pair(b_bits(k + 2 * e, col[j][h]), b_bits(k + 2 * e + 1, col[j][h]));
-          f.b[j][h] = make_uint4(w[0], w[1], w[2], w[3]);
-        }
-      }
-    if (decltype(fast)::value) {
+        for (int h = 0; h < 2; ++h) f.b[j][h] = *reinterpret_cast<const uint4*>(b_line[j][h] + k);
       f.a = a_row ? __ldg(reinterpret_cast<const uint4*>(a_line + k)) : make_uint4(0, 0, 0, 0);
     } else {
-      uint32_t w[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) w[e] = pair(a_bits(k + 2 * e), a_bits(k + 2 * e + 1));
-      f.a = make_uint4(w[0], w[1], w[2], w[3]);
+      f = sgemm::col_fragment_by_elements<NT>(A, B, a_index, k, t.col0 + g);
     }
   };
   auto multiply = [&](const ColFragment& f) {
@@ -171,49 +174,37 @@ auto col_major = [&] {
 };
 
 // Row-major B: a row of B is contiguous. A run is the 2 NT columns of one row
-// of B that lane g reads (2 NT halves: NT words).
-using Run = uint2;
-static_assert(sizeof(Run) == 4 * NT, "a run: NT words of two halves");
-struct RowFragment {
-  Run b[4];  // rows 4q .. 4q + 3 of the chunk, columns 2 NT g ..
-  uint2 a;   // A's row g at those 4 k
-};
+// of B that lane g reads (one load).
+using RowFragment = sgemm::RowFragment<NT>;
+using Run = typename RowFragment::Run;
 auto row_major = [&] {
   const bool vector = B.cs == 1 && B.rs % (2 * NT) == 0 && t.N % (2 * NT) == 0 &&
                       sgemm::is_aligned<sizeof(Run)>(B.p) && A.cs == 1 && A.rs % 4 == 0 &&
                       sgemm::is_aligned<8>(A.p);
   const int col = t.col0 + 2 * NT * g;  // this lane's first column
+  const TB* const b_run = B.p + (col < t.N ? col : 0);  // a run past N reads the first: never stored
   auto load = [&](RowFragment& f, int k0, auto fast) {
     const int k = k0 + 4 * q;
+    if constexpr (decltype(fast)::value) {
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      if (decltype(fast)::value) {  // a run past N reads the first: in bounds, never stored
-        f.b[r] = *reinterpret_cast<const Run*>(B.p + (k + r) * B.rs + (col < t.N ? col : 0));
-      } else {
-        uint32_t w[NT];
-#pragma unroll
-        for (int e = 0; e < NT; ++e) w[e] = pair(b_bits(k + r, col + 2 * e), b_bits(k + r, col + 2 * e + 1));
-        f.b[r] = *reinterpret_cast<const Run*>(w);
-      }
-    }
-    if (decltype(fast)::value) {
+      for (int r = 0; r < 4; ++r) f.b[r] = *reinterpret_cast<const Run*>(b_run + (k + r) * B.rs);
       f.a = a_row ? __ldg(reinterpret_cast<const uint2*>(a_line + k)) : make_uint2(0, 0);
     } else {
-      f.a = make_uint2(pair(a_bits(k), a_bits(k + 1)), pair(a_bits(k + 2), a_bits(k + 3)));
+      f = sgemm::row_fragment_by_elements<NT>(A, B, a_index, k, col);
     }
   };
   auto multiply = [&](const RowFragment& f) {
-    const uint32_t* b0 = reinterpret_cast<const uint32_t*>(&f.b[0]);
-    const uint32_t* b1 = reinterpret_cast<const uint32_t*>(&f.b[1]);
-    const uint32_t* b2 = reinterpret_cast<const uint32_t*>(&f.b[2]);
-    const uint32_t* b3 = reinterpret_cast<const uint32_t*>(&f.b[3]);
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
       // Word j of a run holds columns 2j, 2j + 1; a fragment register wants
       // one column at rows (k, k + 1): the low halves of two rows' words, or
       // the high halves.
-      const uint32_t s[4] = {__byte_perm(b0[j], b1[j], 0x5410), __byte_perm(b0[j], b1[j], 0x7632),
-                             __byte_perm(b2[j], b3[j], 0x5410), __byte_perm(b2[j], b3[j], 0x7632)};
+      const uint32_t w[4] = {reinterpret_cast<const uint32_t*>(&f.b[0])[j],
+                             reinterpret_cast<const uint32_t*>(&f.b[1])[j],
+                             reinterpret_cast<const uint32_t*>(&f.b[2])[j],
+                             reinterpret_cast<const uint32_t*>(&f.b[3])[j]};
+      const uint32_t s[4] = {__byte_perm(w[0], w[1], 0x5410), __byte_perm(w[0], w[1], 0x7632),
+                             __byte_perm(w[2], w[3], 0x5410), __byte_perm(w[2], w[3], 0x7632)};
       sgemm::mma_m16n8k16_half<T>(acc[j], s, f.a.x, f.a.y);
     }
   };

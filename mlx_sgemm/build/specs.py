@@ -415,28 +415,36 @@ def cuda_half_mma(element: str = "bfloat16", output: str | None = None, *, BM: i
     )
 
 
-def cuda_half_gemv(element: str = "bfloat16", output: str | None = None, *, WARPS: int = 16,
-                   IN_FLIGHT: int = 2) -> KernelSpec:
+def cuda_half_gemv(element: str = "bfloat16", output: str | None = None, *, NT: int = 2, WARPS: int = 16,
+                   IN_FLIGHT: int = 2, MIN_BLOCKS: int = 1) -> KernelSpec:
     """Chapter 8 for a token's products (kernels/cuda/half_gemv.cu; sm_80 on):
     a few rows of A (blocks of 8) against B of one half type ``element``, on
     mma.sync m16n8k16 with B's runs read straight into the fragments, C rounded
-    once to ``output`` (as :func:`cuda_half_wgmma`). Blocks of 32 columns, of
-    WARPS warps taking turns down K, IN_FLIGHT chunks of 2 KB of B in flight a
-    warp; registers capped so that the block launches."""
+    once to ``output`` (as :func:`cuda_half_wgmma`). Blocks of 16 NT columns, of
+    WARPS warps taking turns down K, sets of IN_FLIGHT chunks of B, two sets in
+    flight a warp; registers capped so that MIN_BLOCKS blocks fit on an SM."""
     output = _half_output(element, output)
     return KernelSpec(
-        "half_gemv", "cuda", "half_gemv.cu", (32 * WARPS, 1, 1), 8, 32,
-        (("WARPS", WARPS), ("IN_FLIGHT", IN_FLIGHT), ("TA", element), ("TB", element), ("TC", output)),
-        min_blocks=1,
+        "half_gemv", "cuda", "half_gemv.cu", (32 * WARPS, 1, 1), 8, 16 * NT,
+        (("NT", NT), ("WARPS", WARPS), ("IN_FLIGHT", IN_FLIGHT), ("TA", element), ("TB", element),
+         ("TC", output)),
+        min_blocks=MIN_BLOCKS,
         output_dtypes=(output,),
         operand_types=(element, element),
     )
 
 
 def half_gemv_specs() -> list[KernelSpec]:
-    """Every half_gemv instance matmul may run (kernel_choice.for_operands):
-    both half types, rounding to the type or writing float32 (gemm)."""
-    return [cuda_half_gemv(element, output) for element in ("float16", "bfloat16") for output in (element, "float32")]
+    """Every half_gemv instance matmul may run (kernel_choice.half_gemv): both
+    half types, rounding to the type or writing float32 (gemm), both block shapes."""
+    return [cuda_half_gemv(element, output, WARPS=warps, MIN_BLOCKS=min_blocks)
+            for element in ("float16", "bfloat16") for output in (element, "float32")
+            for warps, min_blocks in (HALF_GEMV_NARROW, HALF_GEMV_WIDE)]
+
+
+# half_gemv's (WARPS, MIN_BLOCKS): a block an SM of 16 warps, or two of 8
+# where there are blocks enough (kernel_choice.half_gemv).
+HALF_GEMV_NARROW, HALF_GEMV_WIDE = (16, 1), (8, 2)
 
 
 def cuda_split_sum(output: str) -> KernelSpec:
