@@ -40,6 +40,11 @@ def test_first_calls_of_a_process(model_speed):
     assert all(r["seconds"] > 0 for r in rows)
 
 
-def test_without_cuda_it_says_so(model_speed, capsys):
+def test_without_cuda_it_says_so(model_speed, capsys, monkeypatch):
+    from mlx_sgemm.dispatch import device
+
+    # A machine without CUDA, also where the suite runs on a GPU (there main
+    # would time the models).
+    monkeypatch.setattr(device, "backend", lambda: device.CPU_FALLBACK)
     assert model_speed.main([]) == 1
     assert "needs MLX's CUDA backend" in capsys.readouterr().out
