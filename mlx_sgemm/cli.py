@@ -143,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "name one)")
     e.add_argument("--transposed-b", action="store_true", help="B is a transposed view (x @ W.T)")
     e.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"),
-                   help="the operands' dtype: converted to float32 on load or cast first, by kernel")
+                   help="both operands' dtype: a pair of one half type is multiplied as it is (CUDA's tensor "
+                        "cores, Metal's half tiles) or converted to float32 on load, by kernel")
     e.add_argument("--json", action="store_true", help="print the plans as JSON")
     from .metal_check.command import add_parser as add_check_kernel
 

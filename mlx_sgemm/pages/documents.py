@@ -34,6 +34,7 @@ JOURNEY = {
     "dispatch": dispatch_table.table,
     "half-suite": half_precision.suite_table,
     "half-bandwidth": half_precision.weight_bandwidth,
+    "half-gemv-kernel": half_precision.gemv_kernel_table,
     "models": models_table.block,
 }
 NOTEBOOK = {

@@ -1,7 +1,8 @@
 """Chapter 8's figures, from the recorded runs: the newest shape suite's half
-operands against the issue's targets (benchmarks/shape_suite.py --dtype), and
-the bytes of W the few-row products read per second
-(benchmarks/half_precision.py, ``half-precision-*.csv``)."""
+operands against the issue's targets (benchmarks/shape_suite.py --dtype), the
+bytes of W the few-row products read per second
+(benchmarks/half_precision.py, ``half-precision-*.csv``), and half_gemv alone
+against MLX's GEMV (benchmarks/ncu_small_m.py, ``half-gemv-kernel-*.csv``)."""
 
 from __future__ import annotations
 
@@ -67,4 +68,36 @@ def weight_bandwidth() -> str:
         share = float(r["w_pct_bandwidth"])
         lines.append(f"| {r['dtype']} | {shape_text(int(r['M']), int(r['N']), int(r['K']))} | `{r['kernel']}` "
                      f"| {float(r['w_gbs']):,.0f} GB/s ({share:.0f}% of the GPU's) | {float(r['mx_w_gbs']):,.0f} GB/s |")
+    return "\n".join(lines)
+
+
+def gemv_kernel_table() -> str:
+    """half_gemv's kernels alone (Nsight Compute, L2 flushed, median of 5
+    calls): the instance matmul chooses for each recorded shape, its time and
+    share of the memory's bandwidth, beside MLX's GEMV where it was timed."""
+    from ..dispatch import kernel_choice
+    from ..dispatch.problem import plan
+
+    runs = results.recorded_runs("half-gemv-kernel-*.csv")
+    if not runs:
+        return "No run of half_gemv alone is recorded yet (`benchmarks/ncu_small_m.py`)."
+    rows = read_rows(runs[0])
+    lines = [f"{rows[0]['device']}, {rows[0]['dtype']}, the kernel alone, `{runs[0].name}`:", "",
+             "| M x N x K | B | half_gemv (as matmul runs it) | DRAM | MLX's GEMV | DRAM |",
+             "|---|---|---:|---:|---:|---:|"]
+    shapes = dict.fromkeys((int(r["M"]), int(r["N"]), int(r["K"]), r["layout"]) for r in rows)
+    for m, n, k, layout in shapes:
+        spec = kernel_choice.half_gemv(plan((m, k), (k, n)), rows[0]["dtype"], rows[0]["dtype"])
+        chosen = dict(spec.template)
+        ours = [r for r in rows if (int(r["M"]), int(r["N"]), int(r["K"]), r["layout"]) == (m, n, k, layout)
+                and r["kernel"] == "half_gemv"
+                and all(int(r[name]) == chosen[name] for name in ("NT", "WARPS", "IN_FLIGHT"))
+                and int(r["MIN_BLOCKS"]) == spec.min_blocks]
+        mlx = [r for r in rows if (int(r["M"]), int(r["N"]), int(r["K"]), r["layout"]) == (m, n, k, layout)
+               and r["kernel"].startswith("mx.matmul")]
+        if not ours:
+            continue
+        theirs = (f"{float(mlx[0]['median_us']):.1f} us | {float(mlx[0]['dram_pct']):.0f}%" if mlx else "- | -")
+        lines.append(f"| {shape_text(m, n, k)} | {'`x @ W.T`' if layout == 'transposed' else 'row-major'} "
+                     f"| {float(ours[0]['median_us']):.1f} us | {float(ours[0]['dram_pct']):.0f}% | {theirs} |")
     return "\n".join(lines)
