@@ -17,7 +17,17 @@ from mlx_sgemm.build import launcher, specs
 from mlx_sgemm.dispatch import device
 
 from ..conftest import GPU_BACKEND, requires_gpu
-from .test_gpu_half_wgmma import DTYPES, F32, LAYOUTS, VIEWS, check, check_non_finite, launch_of, operands
+from .test_gpu_half_wgmma import (
+    DTYPES,
+    F32,
+    LAYOUTS,
+    VIEWS,
+    check,
+    check_matmul,
+    check_non_finite,
+    launch_of,
+    operands,
+)
 
 pytestmark = [requires_gpu, pytest.mark.gpu,
               pytest.mark.skipif(GPU_BACKEND != "cuda" or (device.cuda_compute_capability() or (0, 0)) < (8, 0),
@@ -39,11 +49,7 @@ SHAPES = [
 @pytest.mark.parametrize("shape_a, shape_b", SHAPES, ids=str)
 def test_matmul_multiplies_a_tokens_halves_on_the_tensor_cores(dtype, view, shape_a, shape_b):
     a, b = operands(shape_a, shape_b, DTYPES[dtype])
-    b = VIEWS[view](b)
-    assert launch_of(a, b).spec.stage == "half_gemv"
-    with mlx_sgemm.poisoned_outputs():
-        c = mlx_sgemm.matmul(a, b)
-    check(c, a, b)
+    check_matmul(a, VIEWS[view](b), "half_gemv")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -54,11 +60,7 @@ def test_every_layout(dtype, layout):
     view_a, view_b = LAYOUTS.get(layout, (lambda a: a, VIEWS["w_T"]))
     k = 1003 if "odd_rows" in layout else 1030
     a, b = operands((8, k), (k, 777), DTYPES[dtype], seed=1)
-    a, b = view_a(a), view_b(b)
-    assert launch_of(a, b).spec.stage == "half_gemv"
-    with mlx_sgemm.poisoned_outputs():
-        c = mlx_sgemm.matmul(a, b)
-    check(c, a, b)
+    check_matmul(view_a(a), view_b(b), "half_gemv")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

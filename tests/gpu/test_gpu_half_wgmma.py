@@ -58,6 +58,17 @@ def check(c, a, b):
     assert ours <= theirs + UNIT_ROUNDOFF[a.dtype], f"error {ours:.2e}, mx.matmul's {theirs:.2e}"
 
 
+def check_matmul(a, b, stage):
+    """matmul's launch for a @ b is ``stage``'s, and its product, on outputs
+    poisoned with NaN, passes :func:`check`."""
+    launch = launch_of(a, b)
+    assert launch.spec.stage == stage
+    with mlx_sgemm.poisoned_outputs():
+        c = mlx_sgemm.matmul(a, b)
+    check(c, a, b)
+    return launch
+
+
 # (a's shape, b's shape, how b is viewed): multiples of no tile, every block
 # height and width, K splits (few tiles, long K), batches with broadcasts.
 SHAPES = [
@@ -81,12 +92,8 @@ VIEWS = {
 @pytest.mark.parametrize("shape_a, shape_b", SHAPES, ids=str)
 def test_matmul_multiplies_halves_on_the_tensor_cores(dtype, view, shape_a, shape_b):
     a, b = operands(shape_a, shape_b, DTYPES[dtype])
-    b = VIEWS[view](b)
-    launch = launch_of(a, b)
-    assert launch.spec.stage == "half_wgmma" and (launch.k_splits == 1 or launch.spec.sum_to == dtype)
-    with mlx_sgemm.poisoned_outputs():
-        c = mlx_sgemm.matmul(a, b)
-    check(c, a, b)
+    launch = check_matmul(a, VIEWS[view](b), "half_wgmma")
+    assert launch.k_splits == 1 or launch.spec.sum_to == dtype
 
 
 # Layouts the TMA takes (a transposed A: MN-major A) and those it does not
@@ -107,11 +114,7 @@ def test_every_layout(dtype, layout):
     view_a, view_b = LAYOUTS[layout]
     k = 1003 if layout == "odd_rows" else 1030
     a, b = operands((300, k), (k, 777), DTYPES[dtype], seed=1)
-    a, b = view_a(a), view_b(b)
-    assert launch_of(a, b).spec.stage == "half_wgmma"
-    with mlx_sgemm.poisoned_outputs():
-        c = mlx_sgemm.matmul(a, b)
-    check(c, a, b)
+    check_matmul(view_a(a), view_b(b), "half_wgmma")
 
 
 def launch_half_kernel(make_spec, a, b, dtype, block, splits=1, output="half"):
