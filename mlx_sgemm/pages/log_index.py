@@ -13,7 +13,7 @@ LOG = Path(__file__).resolve().parent.parent.parent / "docs" / "performance-log.
 # heading holds takes it.
 TOPICS = (
     ("The emulations: the float16 split and INT8", ("float16 split", "INT8", "moduli", "The products")),
-    ("Half-precision operands and deterministic=True", ("bfloat16",)),
+    ("Half-precision operands and deterministic=True", ("bfloat16", "Half operands", "half products")),
     ("Metal (CPU harness only)", ("Metal",)),
     ("Method, baselines and results", ("Results", "Targets", "benchmark's method", "Ceilings and baselines",
                                        "stages, first measured", "idle", "layout change", "Two GPUs",
