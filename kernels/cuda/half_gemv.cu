@@ -39,16 +39,16 @@
 //
 // Block: BN = 16 NT columns of C, BLOCK_M = 8 rows, WARPS warps that take
 // turns down K a chunk each (warp w: chunks w, w + WARPS, ...), in sets of
-// IN_FLIGHT chunks of column-major B (NT KB a set) or twice as many of
-// row-major B's (NT / 2 KB each), two sets in flight a warp. The element path
-// is compiled out of line (sgemm/gemv_fragments.cuh): inlined, its registers
-// would cap the warps an SM holds, which is what keeps bytes in flight. The
-// warps' partial sums meet in shared memory
-// (store_slot_sums adds them in a fixed order: deterministic). The chunks
-// inside the matrices take plain vector loads; the last partial chunk, a
-// column tile past N and operands whose strides or alignment allow no such
-// load read element by element with zeros outside (same fragments, slow,
-// correct for any layout).
+// IN_FLIGHT chunks of column-major B (NT KB each) or twice as many of
+// row-major B (NT / 2 KB each), two sets in flight a warp. The warps' partial
+// sums meet in shared memory (store_slot_sums adds them in a fixed order:
+// deterministic). A column past N reads column N - 1 (row-major: the first
+// run), in bounds and never stored, so whole chunks take plain vector loads.
+// The last partial chunk, and operands whose strides or alignment allow no
+// such load, are read element by element with zeros outside (same fragments,
+// slow, correct for any layout), by functions of their own
+// (sgemm/gemv_fragments.cuh): inlined, their registers would cap the warps an
+// SM holds, which is what keeps bytes in flight.
 //
 // Template constants (mlx_sgemm/build/specs.py, cuda_half_gemv): NT, WARPS
 // (threads = 32 WARPS = the spec's threadgroup), IN_FLIGHT (as above),
