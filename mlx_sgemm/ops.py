@@ -45,7 +45,10 @@ says which, per operand):
   the half type itself (chapter 8 of docs/journey.md). On other CUDA GPUs
   (no wgmma) ``matmul`` runs ``half_mma`` for such a pair instead, cp.async
   copies of the operands as they lie feeding ``mma.sync`` m16n8k16 products,
-  rounded the same way. So do the small-M kernels, for a pair of one half type.
+  rounded the same way. Up to 8 rows, on any GPU from sm_80, ``matmul`` runs
+  ``half_gemv``: W read straight into ``mma.sync``'s registers, C rounded by
+  the kernel. The small-M kernels round C themselves too (a mixed pair's few
+  rows, older GPUs).
 * cast first, by one ``astype(float32)`` of the whole operand on the op's
   stream: CUDA's ``tile_async`` and ``tile_wgmma`` (``matmul`` from 9 rows up
   on Hopper for a mixed pair), and Metal's ``tile_async`` and fused ``gemm``
@@ -53,10 +56,11 @@ says which, per operand):
   move bytes into tiles that the matrix units read as float32, which leaves
   no step to convert in.
 
-So on CUDA ``matmul`` converts on load where a product is bound by reading its
-operands (M <= 8: small_m, small_m_wide), multiplies a pair of one half type
-on the half tensor cores on Hopper, and casts a mixed pair where the cast is a
-small part of the time (larger products, on the tensor-core pipelines); on
+So on CUDA ``matmul`` multiplies a pair of one half type on the half tensor
+cores at every size, converts a mixed pair on load where a product is bound by
+reading its operands (M <= 8: small_m, small_m_wide), and casts a mixed pair
+where the cast is a small part of the time (larger products, on the
+tensor-core pipelines); on
 Metal it casts only a mixed pair for ``tile_async``. The casts are inside the
 custom function, so gradients come back in the operands' dtypes. On the CPU
 fallback ``mx.matmul`` takes the halves as they are (same result dtype).

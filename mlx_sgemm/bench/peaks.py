@@ -11,9 +11,9 @@ FFMA, TF32, or TF32 / 3 for 3xTF32, which spends three TF32 products per
 float32 product; where ``matmul`` runs the float16 split, FP16, or FP16 / 3 for
 its three float16 products per float32 product (3xFP16); ``mx.matmul`` on
 float16 or bfloat16 operands, cuBLAS's half GEMM, FP16 or BF16 tensor cores,
-and so does ``matmul`` on a pair of one half type from 9 rows up (half_wgmma
-on Hopper, half_mma on other CUDA GPUs); our other kernels compute half
-operands in float32, on the units of their float32 path. For Apple
+and so does ``matmul`` on a pair of one half type (half_wgmma on Hopper,
+half_mma on other CUDA GPUs, half_gemv for up to 8 rows); our other kernels
+compute half operands in float32, on the units of their float32 path. For Apple
 GPUs the rate is GPU cores x 128 FP32 lanes x 2 FLOP x clock, as the M2 SGEMM
 journey and the M1 Pro matmul tutorial count it (an 8-core M2 at 1.398 GHz:
 2.86 TFLOP/s); their simdgroup matrices run at that rate. An unknown device has
@@ -126,9 +126,9 @@ def units(row: dict, split: bool = True) -> str:
         return FP32
     if row["kernel"] == "mx.matmul" and row.get("dtype") in _HALF_TENSOR_CORES:
         return _HALF_TENSOR_CORES[row["dtype"]]
-    if (row["kernel"] == "matmul" and row.get("dtype") in _HALF_TENSOR_CORES and row.get("M") is not None
-            and int(row["M"]) > kernel_choice.SMALL_M):
-        return _HALF_TENSOR_CORES[row["dtype"]]  # half_wgmma, or half_mma without wgmma (chapter 8)
+    if row["kernel"] == "matmul" and row.get("dtype") in _HALF_TENSOR_CORES and row.get("M") is not None:
+        # half_wgmma, or half_mma without wgmma, and half_gemv for a few rows (chapter 8)
+        return _HALF_TENSOR_CORES[row["dtype"]]
     if row["kernel"] == "matmul" and row.get("M") is not None:
         hopper = bool(_HOPPER.search(row.get("device") or ""))
         m, n, k = (int(row[d]) for d in "MNK")

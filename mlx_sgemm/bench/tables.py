@@ -49,9 +49,9 @@ FOOTNOTE = (
     "% of its units' peak: of the FP32 (FFMA) rate, the TF32 tensor-core rate, or a third of it for "
     "3xTF32 (three TF32 products per float32 product); where matmul runs the float16 split, of the "
     "FP16 tensor-core rate, or a third of it for 3xFP16; mx.matmul on float16 or bfloat16 operands, "
-    "and matmul on a pair of one half type from 9 rows up (half_wgmma on Hopper, half_mma on other CUDA "
-    "GPUs), of the FP16 / BF16 rate (our other kernels compute halves in float32). Spread: half the range of the 3 "
-    "rounds' medians, as a share of the median; a ratio within the spreads is noise. Error on half "
+    "and matmul on a pair of one half type (half_wgmma on Hopper, half_mma on other CUDA GPUs, half_gemv "
+    "for up to 8 rows), of the FP16 / BF16 rate (our other kernels compute halves in float32). Spread: half "
+    "the range of the 3 rounds' medians, as a share of the median; a ratio within the spreads is noise. Error on half "
     "operands: against float64 of their values, dominated by the output's rounding to their dtype "
     "(mx.matmul's beside it)."
 )

@@ -153,7 +153,9 @@ def test_mx_matmul_on_half_operands_is_of_the_half_tensor_cores(dtype, units):
     expected = 989_500 if units != "FP32" else 67_000
     assert peaks.units_peak(row, peaks.lookup("NVIDIA H100 80GB HBM3")) == pytest.approx(expected)
     ours = dict(row, kernel="tile_threads")
-    assert peaks.units(ours) == "FP32"  # our kernels compute half operands in float32
+    assert peaks.units(ours) == "FP32"  # our stage kernels compute half operands in float32
+    for m in (1, 8, 512):  # matmul's on halves: half_gemv for a few rows, half_wgmma above
+        assert dtype == "float32" or peaks.units(dict(row, kernel="matmul", M=m, N=4096, K=4096)) == units
 
 
 @pytest.mark.skipif(GPU_BACKEND != "cuda", reason="TF32 exists on MLX's CUDA backend only")
