@@ -190,3 +190,22 @@ def test_a_float32_autotune_entry_does_not_take_half_operands_off_the_tensor_cor
     *_, stage = route((512, 4096), (4096, 4096), ("bfloat16", "bfloat16"),
                       lambda backend, p: kernel_choice.Launch(specs.spec("tile_threads", backend)))
     assert stage.spec.stage == "tile_threads"
+
+
+@pytest.mark.parametrize("mnk, batch, wide", [
+    ((1, 14336, 4096), 1, True),    # 448 blocks of 32 columns: two an SM, 8 warps each
+    ((8, 4096, 14336), 1, False),   # 128 blocks: one an SM, 16 warps
+    ((1, 4096, 4096), 3, True),     # 3 x 128 blocks
+    ((1, 1024, 4096), 1, False),
+], ids=str)
+def test_half_gemv_blocks_follow_how_many_there_are(hopper, mnk, batch, wide):
+    """Blocks of 8 warps, two an SM, where the output's 32-column blocks
+    number at least two an SM; else one block of 16 warps an SM: 16 warps an
+    SM either way."""
+    m, n, k = mnk
+    a_shape = (batch, m, k) if batch > 1 else (m, k)
+    *_, launch = route(a_shape, (k, n), ("bfloat16", "bfloat16"))
+    warps, min_blocks = specs.HALF_GEMV_WIDE if wide else specs.HALF_GEMV_NARROW
+    assert launch.spec.stage == "half_gemv" and launch.k_splits == 1
+    assert launch.spec.threadgroup[0] == 32 * warps and launch.spec.min_blocks == min_blocks
+    assert (launch.spec.block_m, launch.spec.block_n) == (8, 32)
