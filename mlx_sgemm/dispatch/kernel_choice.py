@@ -21,14 +21,14 @@ tile_simdgroup (small_m, after Akunu's GEMM chapter's small GEMM). Neither Metal
 The choice is by shape and precision; the operands' dtypes then decide its
 instance (``for_operands``). On Hopper a pair of one half type goes from the
 tensor-core kernels to half_wgmma (chapter 8: the halves multiplied as they
-are, C rounded once), whatever the precision, and on other CUDA GPUs from the
+are, C rounded once), whatever the precision, on other CUDA GPUs from the
 large-product kernels (tile_threads, the TF32 pipeline) to half_mma, its
-mma.sync form; otherwise the chosen kernel runs
-as its instance for their element types where it converts on load
-(``Launch.reading``: the small-M kernels, which matmul picks for up to 8 rows,
-among others, and which round C to a half type themselves), and the others get
-their half operands cast to float32 first; ``operand_conversions`` says which,
-per operand (``mlx_sgemm.explain`` shows it).
+mma.sync form, and from the small-M kernels (up to 8 rows) to half_gemv on any
+GPU with mma.sync. Otherwise the chosen kernel runs as its instance for their
+element types where it converts on load (``Launch.reading``: the small-M
+kernels for a mixed pair, which round C to a half type themselves, among
+others), and the others get their half operands cast to float32 first;
+``operand_conversions`` says which, per operand (``mlx_sgemm.explain`` shows it).
 
 That is the heuristic. ``mlx_sgemm.autotune`` times the candidates for a shape
 instead, once per (device, precision, shape class), and what it found (kept in
@@ -486,9 +486,10 @@ def deterministic_chooser(precision: str):
 # GPU without wgmma (Ampere, Ada, later ones), where the choice is the
 # large-product kernel (tile_threads' FMAs, the TF32 pipeline), they go to
 # half_mma (mma.sync m16n8k16), at the half tensor-core rate where the float32
-# kernels ran at the FMA or TF32 one. The small-M kernels (M <= 8, bound by
-# reading B) keep converting halves on load, and round C to the half type
-# themselves.
+# kernels ran at the FMA or TF32 one. The small-M kernels' products (M <= 8,
+# bound by reading B) go to half_gemv on any GPU with mma.sync; the small-M
+# kernels keep a mixed pair and older GPUs, converting halves on load and
+# rounding C to the half type themselves.
 _HOPPER_TENSOR_CORE_SOURCES = ("tile_wgmma.cu", "half_products.cu", "int8_products.cu")
 _WITHOUT_WGMMA = tuple(_without_wgmma(precision) for precision in PRECISIONS)
 
@@ -511,7 +512,8 @@ def for_operands(launch: Launch, backend: str, p: Plan, operand_types: tuple[str
     one_half_type = backend == device.CUDA and a_type == b_type != "float32"
     if one_half_type:
         has_wgmma = device.has_wgmma() if wgmma is None else wgmma
-        large = launch.spec in _WITHOUT_WGMMA if not has_wgmma else launch.spec.source_file in _HOPPER_TENSOR_CORE_SOURCES
+        large = (launch.spec.source_file in _HOPPER_TENSOR_CORE_SOURCES if has_wgmma
+                 else launch.spec in _WITHOUT_WGMMA)
         if large or (matmul and p.M > SMALL_M):
             return half_launch(p, a_type, float32_out, deterministic, wgmma=has_wgmma)
         if launch.spec.stage in specs.ROUNDS_IN_KERNEL and (has_wgmma or device.has_mma_sync()):
