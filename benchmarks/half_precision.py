@@ -41,9 +41,10 @@ WEIGHTS = 8
 
 
 def weight_rates(products: dict, a, n: int, k: int, layout: str, dtype: str) -> dict[str, float]:
-    """GB/s of W read by each product: WEIGHTS products of ``a`` by distinct
-    weights evaluated together, whose launches then overlap each other's
-    (the kernels' own rate, without the ~20-30 us a launch costs one product)."""
+    """GB/s of W read by each product (a token's: M <= 8): WEIGHTS products of
+    ``a`` by distinct weights evaluated together. A throughput: their launches
+    overlap, and so may the kernels on the GPU, so it is not one kernel's own
+    rate (benchmarks/ncu_small_m.py times that)."""
     import mlx.core as mx
     import numpy as np
 
@@ -55,9 +56,8 @@ def weight_rates(products: dict, a, n: int, k: int, layout: str, dtype: str) -> 
     mx.eval(*bs)
     rates = {}
     for name, product in products.items():
-        if name in ("ours", "mx") or not name.startswith("half_wgmma"):
-            seconds = timing.median_seconds(lambda product=product: mx.stack([product(a, b) for b in bs]), repeats=10)
-            rates[name] = WEIGHTS * n * k * a.itemsize / seconds / 1e9
+        seconds = timing.median_seconds(lambda product=product: mx.stack([product(a, b) for b in bs]), repeats=10)
+        rates[name] = WEIGHTS * n * k * a.itemsize / seconds / 1e9
     return rates
 
 
