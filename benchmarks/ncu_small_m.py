@@ -6,10 +6,10 @@ each evaluated alone, for Nsight Compute: kernel time and DRAM bytes per call.
         python benchmarks/ncu_small_m.py 4 14336 4096
         python benchmarks/ncu_small_m.py 1 4096 4096 T     # x @ W.T
         python benchmarks/ncu_small_m.py 1 14336 4096 T bfloat16   # operands' dtype
-        python benchmarks/ncu_small_m.py 1 14336 4096 bfloat16 half_gemv:4,16,1,1  # and a variant
+        python benchmarks/ncu_small_m.py 1 14336 4096 T bfloat16 half_gemv:WARPS=8,MIN_BLOCKS=2  # and a variant
 
 (M N K, T for B as a transposed view, the operands' dtype, float32 unless named,
-and half_gemv:NT,WARPS,IN_FLIGHT,MIN_BLOCKS for five calls of that half_gemv
+and half_gemv:NAME=VALUE,... (cuda_half_gemv's keywords) for five calls of that half_gemv
 instance too, launched directly.) The question: is a small product's
 gap to cuBLAS in the kernel or around it? (docs/performance-log.md, "H100's
 4x14336x4096 and B's L2 policy".) CUDA only, under ncu on the GPU machine.
@@ -34,7 +34,6 @@ b = mx.swapaxes(w, -1, -2) if transposed else w
 for _ in range(5): mx.eval(mx.matmul(a, b))
 for _ in range(5): mx.eval(ops.matmul(a, b))
 for variant in variants:
-    nt, warps, in_flight, min_blocks = map(int, variant.split(","))
-    spec = specs.cuda_half_gemv(str(dtype).rpartition(".")[2], NT=nt, WARPS=warps, IN_FLIGHT=in_flight,
-                                MIN_BLOCKS=min_blocks)
+    keywords = {key: int(value) for key, _, value in (c.partition("=") for c in variant.split(","))}
+    spec = specs.cuda_half_gemv(str(dtype).rpartition(".")[2], **keywords)
     for _ in range(5): mx.eval(launcher.launch(spec, a, b))

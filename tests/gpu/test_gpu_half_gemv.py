@@ -112,3 +112,17 @@ def test_the_same_token_gives_the_same_bits_every_time(dtype):
     assert np.array_equal(first, second)
     alone = np.array(mlx_sgemm.matmul(a[3:4], b).astype(F32))
     assert np.array_equal(alone, first[3:4])
+
+
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("spec", specs.half_gemv_specs(), ids=lambda s: "_".join(f"{k}{v}" for k, v in s.template))
+def test_every_instance_launched_directly(spec, view):
+    """Each instance matmul may run, launched directly: K at no multiple of a
+    chunk, N past whole blocks, a few rows and more than a block of them."""
+    element = spec.operand_types[0]
+    for m, k, n, seed in ((3, 4093, 1030, 5), (8, 14336, 520, 6), (11, 272, 40, 7)):
+        a, b = operands((m, k), (k, n), DTYPES[element], seed=seed)
+        b = VIEWS[view](b)
+        with mlx_sgemm.poisoned_outputs():
+            c = launcher.launch(spec, a, b)
+        check(c.astype(a.dtype), a, b)

@@ -1,0 +1,113 @@
+"""half_gemv's kernel alone against MLX's own GEMV, under Nsight Compute:
+kernel time and DRAM throughput per call, L2 flushed before each.
+
+    python benchmarks/ncu_half_gemv.py --csv benchmarks/results/half-gemv-kernel-DATE-DEVICE.csv \\
+        [--dtype bfloat16] [--variants WARPS=8,MIN_BLOCKS=2 ...] [--shapes 1x14336x4096T ...]
+
+For each shape (M N K, B as a transposed view `x @ W.T` or row-major), runs
+benchmarks/ncu_small_m.py under ncu: five calls of mx.matmul, five of matmul
+(half_gemv as matmul chooses it) and five of each variant (cuda_half_gemv's
+keywords, NAME=VALUE,...) launched directly, and records the median of each
+five, a row per kernel with its template: what chapter 8's kernel table
+(mlx_sgemm/pages/half_precision.py) reads, matmul's choice first. CUDA only,
+on the GPU machine (ncu on PATH).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import io
+import statistics
+import subprocess
+import sys
+
+import mlx.core as mx
+
+from mlx_sgemm.build import specs
+from mlx_sgemm.dispatch import device, kernel_choice
+from mlx_sgemm.dispatch.problem import plan
+
+# (M, N, K, x @ W.T): a token of a 7B/8B model's projections, and the widest.
+SHAPES = ((1, 14336, 4096, True), (1, 4096, 4096, True), (1, 4096, 14336, True), (8, 4096, 14336, True),
+          (1, 11008, 4096, True), (1, 4096, 11008, True), (1, 14336, 4096, False), (1, 4096, 4096, False))
+VARIANTS = ("WARPS=16,MIN_BLOCKS=1", "WARPS=8,MIN_BLOCKS=2", "WARPS=16,IN_FLIGHT=1,MIN_BLOCKS=1",
+            "NT=1,WARPS=4,IN_FLIGHT=1,MIN_BLOCKS=8")
+METRICS = "gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed"
+CALLS = 5
+TEMPLATE = ("NT", "WARPS", "IN_FLIGHT", "MIN_BLOCKS")  # the CSV's columns of the variant
+
+
+def profile(m: int, n: int, k: int, transposed: bool, dtype: str, variants: list[str]) -> list[tuple[float, float]]:
+    """(us, DRAM %) of every GEMV kernel launched, in order."""
+    cmd = ["ncu", "--csv", "--page", "raw", "--cache-control", "all", "--clock-control", "none",
+           "-k", "regex:gemv", "--metrics", METRICS, sys.executable, "benchmarks/ncu_small_m.py",
+           str(m), str(n), str(k)] + (["T"] if transposed else []) + [dtype] + [f"half_gemv:{v}" for v in variants]
+    return parse(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+
+
+def parse(ncu_output: str) -> list[tuple[float, float]]:
+    """(us, DRAM %) of each kernel in ncu's raw CSV page: its quoted lines,
+    a header, a row of units (ns or us, by version), then a row a kernel,
+    numbers with thousands separators (32,416)."""
+    lines = [line for line in ncu_output.splitlines() if line.startswith('"')]
+    units, *rows = csv.DictReader(io.StringIO("\n".join(lines)))
+    scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}[
+        units["gpu__time_duration.sum"]]
+
+    def number(text: str) -> float:
+        return float(text.replace(",", ""))
+    return [(number(r["gpu__time_duration.sum"]) * scale,
+             number(r["dram__throughput.avg.pct_of_peak_sustained_elapsed"])) for r in rows]
+
+
+def keywords(variant: str) -> dict[str, int]:
+    """cuda_half_gemv's keywords from NAME=VALUE,..."""
+    return {key: int(value) for key, _, value in (c.partition("=") for c in variant.split(","))}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--csv", required=True)
+    parser.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16"))
+    parser.add_argument("--variants", nargs="*", default=list(VARIANTS))
+    parser.add_argument("--shapes", nargs="*", help="MxNxK, with a T for x @ W.T (default: the token shapes)")
+    args = parser.parse_args(argv)
+    shapes = SHAPES if not args.shapes else [
+        (*map(int, text.rstrip("T").split("x")), text.endswith("T")) for text in args.shapes]
+    if device.backend() != device.CUDA:
+        print("needs MLX's CUDA backend and Nsight Compute")
+        return 1
+    base = dict(device=device.name(), mlx_version=mx.__version__, date=datetime.date.today().isoformat(),
+                dtype=args.dtype)
+    rows = []
+    for m, n, k, transposed in shapes:
+        launches = profile(m, n, k, transposed, args.dtype, args.variants)
+        def template(spec) -> dict:
+            return {**dict(spec.template), "MIN_BLOCKS": spec.min_blocks}
+        # The launches in order: MLX's GEMV (x @ W.T of one row: otherwise
+        # cuBLAS, which the filter leaves out), matmul's, each variant's.
+        kernels = [("half_gemv", template(kernel_choice.half_gemv(plan((m, k), (k, n)), args.dtype, args.dtype)))]
+        kernels += [("half_gemv", template(specs.cuda_half_gemv(args.dtype, **keywords(v)))) for v in args.variants]
+        if len(launches) == CALLS * (len(kernels) + 1):
+            kernels.insert(0, ("mx.matmul (gemv)", {}))
+        assert len(launches) == CALLS * len(kernels), (len(launches), kernels)
+        for i, (name, t) in enumerate(kernels):
+            calls = launches[CALLS * i:CALLS * (i + 1)]
+            rows.append(dict(base, layout="transposed" if transposed else "row-major", M=m, N=n, K=k,
+                             kernel=name, **{key: t.get(key, "") for key in TEMPLATE},
+                             median_us=round(statistics.median(c[0] for c in calls), 2),
+                             dram_pct=round(statistics.median(c[1] for c in calls), 2), calls=CALLS))
+            r = rows[-1]
+            variant = ",".join(f"{key}={r[key]}" for key in TEMPLATE if r[key] != "")
+            print(f"{m}x{n}x{k} {r['layout']:10s} {name} {variant:40s} {r['median_us']:7.2f} us "
+                  f"{r['dram_pct']:5.1f}%", flush=True)
+    with open(args.csv, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
