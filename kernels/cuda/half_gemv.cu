@@ -83,11 +83,12 @@ const int a_index = a_row ? t.row0 + g : -1;  // for the element path
 
 float acc[NT][4] = {};
 
-// Chunk by chunk down this warp's share of K: the full chunks, in sets of U,
-// by vector loads where `vector` (else element by element, a chunk at a
-// time), then the last partial one with every element checked. load(frag,
-// k0, fast) fills a chunk's fragments (fast: an IntTag, 1 for vector loads),
-// multiply(frag) takes its products.
+// Chunk by chunk down this warp's share of K (warp w: chunks w, w + WARPS,
+// ...): the full chunks in sets of U by vector loads where `vector`, then
+// what is left (every chunk where not `vector`, else the last partial one)
+// element by element, each element checked. load(frag, k0, fast) fills a
+// chunk's fragments (fast: an IntTag, 1 for vector loads), multiply(frag)
+// takes its products.
 auto walk = [&](auto chunk_k, auto fragment, bool vector, auto load, auto multiply) {
   constexpr int KC = decltype(chunk_k)::value;
   constexpr int U = IN_FLIGHT * 32 / KC;  // a column-major chunk has twice the bytes of a row-major one
@@ -115,18 +116,13 @@ auto walk = [&](auto chunk_k, auto fragment, bool vector, auto load, auto multip
       }
     }
   };
-  if (vector) {
-    full_chunks();
-  } else {  // one chunk at a time: across the element path's calls, little to keep
-    for (int c = warp; c < chunks; c += WARPS) {
-      Fragment f;
-      load(f, c * KC, sgemm::IntTag<0>{});
-      multiply(f);
-    }
-  }
-  if (chunks * KC < K && warp == chunks % WARPS) {
+  if (vector) full_chunks();
+  // The rest one chunk at a time (across the element path's calls there is
+  // little to keep), from this warp's first chunk past those done.
+  const int done = vector ? chunks : 0;  // chunks taken by vector loads
+  for (int c = done + (warp - done % WARPS + WARPS) % WARPS; c * KC < K; c += WARPS) {
     Fragment f;
-    load(f, chunks * KC, sgemm::IntTag<0>{});
+    load(f, c * KC, sgemm::IntTag<0>{});
     multiply(f);
   }
 };

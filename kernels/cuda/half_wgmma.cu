@@ -99,15 +99,13 @@ if (warpgroup == 0) {
     for (int kt = 0; kt < k_tiles; ++kt, ++i) {
       const int k = kt * sgemm::HALF_K_TILE;
       int8_t* const stage = ring.stage(i);
+      ring.wait_free(i);
       if (!all_tma) {
-        ring.wait_free(i);
         if (!a_tma) ATile::fill(stage, a_mn, t.A, t.row0, k, threadIdx.x, 128);
         if (!b_tma) BTile::fill(stage + ATile::BYTES, b_mn, t.B.transposed(), t.col0, k, threadIdx.x, 128);
         sgemm::fence_proxy_async();
         sgemm::barrier_sync(PRODUCERS_BARRIER, 128);
         if (threadIdx.x != 0) continue;
-      } else {
-        ring.wait_free(i);
       }
       ring.announce(i, tma_bytes);
       if (a_tma) ATile::copy(stage, a_mn, a_map, t.row0, t.k0 + k, ring.landed(i));

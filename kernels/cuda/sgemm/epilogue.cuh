@@ -32,29 +32,20 @@ __device__ inline void store4_clipped(
 // Store two neighbouring outputs of a row at p, rounded once to the output's
 // type: one store of the pair where `aligned` (p a multiple of the pair's
 // size) and the second lies inside the row (`second`), else one by one.
-__device__ inline void store_pair(float* p, float x, float y, bool aligned, bool second) {
+template <typename T>
+__device__ inline void store_pair(T* p, float x, float y, bool aligned, bool second) {
+  using E = Element<T>;
   if (aligned && second) {
-    *reinterpret_cast<float2*>(p) = make_float2(x, y);
+    if constexpr (sizeof(T) == 4) {
+      *reinterpret_cast<float2*>(p) = make_float2(x, y);
+    } else {  // two halves, one word
+      const T pair[2] = {E::from_float(x), E::from_float(y)};
+      *reinterpret_cast<uint32_t*>(p) = *reinterpret_cast<const uint32_t*>(pair);
+    }
     return;
   }
-  p[0] = x;
-  if (second) p[1] = y;
-}
-__device__ inline void store_pair(__half* p, float x, float y, bool aligned, bool second) {
-  if (aligned && second) {
-    *reinterpret_cast<__half2*>(p) = __floats2half2_rn(x, y);
-    return;
-  }
-  p[0] = __float2half_rn(x);
-  if (second) p[1] = __float2half_rn(y);
-}
-__device__ inline void store_pair(__nv_bfloat16* p, float x, float y, bool aligned, bool second) {
-  if (aligned && second) {
-    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
-    return;
-  }
-  p[0] = __float2bfloat16_rn(x);
-  if (second) p[1] = __float2bfloat16_rn(y);
+  p[0] = E::from_float(x);
+  if (second) p[1] = E::from_float(y);
 }
 
 // A small-M block launched with a grid, thread count or shared memory that its
