@@ -8,7 +8,9 @@ Timing: ``mx.matmul`` in float32 (cuBLAS SGEMM, MLX_ENABLE_TF32=0),
 ``matmul`` and ``fp16_emulated`` in alternating rounds, then each phase alone
 on evaluated inputs (line statistics, the choice, the splits of A and of B^T,
 the fallback's tiles, the products) and the products' float16 rate (3 products
-of 2 M N K each, padded tiles). ``--accuracy``: normwise and worst
+of 2 M N K each, padded tiles), against cuBLAS's FP16 GEMM on the same FLOPs
+(``mx.matmul`` on float16 operands of M x 3K and 3K x N: the three products
+summed are one product over K three times). ``--accuracy``: normwise and worst
 componentwise errors against float64 next to cuBLAS SGEMM's, on normal,
 positive, GEMMul8's (rand - 0.5) exp(phi randn) and 1e30-next-to-1e-30
 inputs, K = 1, 31, 4096, 65536, and whether the split or the fallback
@@ -32,6 +34,7 @@ from mlx_sgemm.build import specs  # noqa: E402
 from mlx_sgemm.dispatch import device  # noqa: E402
 from mlx_sgemm.emulation import gpu, half_split  # noqa: E402
 
+FP16_GEMM = "cuBLAS FP16 GEMM, K three times (mx.matmul, float16)"
 KINDS = ("normal", "positive", "phi0.5", "phi1", "phi2", "phi4", "1e30 next to 1e-30")
 
 
@@ -76,7 +79,9 @@ def main() -> None:
         bh, b_stats = half_split._split(bt, b_read, products.block_n)
         choice = half_split.choose(a_stats, b_stats, size, size, size)
         direct = gpu.fallback_product(a, b, choice, a_stats, b_stats)
-        mx.eval(a_read, b_read, a_stats, b_stats, choice, ah, bh, direct)
+        a3, b3 = accuracy.random_operands((size, 3 * size), (3 * size, size))
+        a3, b3 = a3.astype(mx.float16), b3.astype(mx.float16)
+        mx.eval(a_read, b_read, a_stats, b_stats, choice, ah, bh, direct, a3, b3)
         phases = {
             # A's rows are contiguous: its split reads them whole and takes
             # their statistics itself, and line_stats writes nothing for them.
@@ -88,6 +93,7 @@ def main() -> None:
             "phase: fallback tiles (none here)": lambda: gpu.fallback_product(a, b, choice, a_stats, b_stats),
             "phase: products (wgmma, 3 float16 products)": lambda: half_split._products(
                 ah, bh, a_stats, b_stats, choice, direct, size, size, size, products),
+            FP16_GEMM: lambda: mx.matmul(a3, b3),
         }
         medians.update(timing.alternating_medians(phases, rounds=3, repeats=args.repeats))
         tiles_m, tiles_n = -(-size // products.block_m), -(-size // products.block_n)
@@ -99,7 +105,10 @@ def main() -> None:
                 row["error"] = f"{sampled_error(fns[name](), a, b):.2e}"
             if name.startswith("phase: products"):
                 padded = 3 * 2.0 * tiles_m * products.block_m * tiles_n * products.block_n * size
-                row["note"] = f"{padded / seconds / 1e12:.0f} float16 TFLOP/s"
+                row["note"] = (f"{padded / seconds / 1e12:.0f} float16 TFLOP/s; "
+                               f"{medians[FP16_GEMM] / seconds:.2f}x cuBLAS's FP16 GEMM on the same FLOPs")
+            if name == FP16_GEMM:
+                row["note"] = f"{3 * 2.0 * size**3 / seconds / 1e12:.0f} float16 TFLOP/s"
             rows.append(row)
             results.write_table([row], None)
     results.write_table(rows, args.csv, echo=False)
