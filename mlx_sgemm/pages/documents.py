@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import (dispatch_table, half_precision, install_sizes, log_index, markers, models_table, notebook_spans,
-               recorded_summaries, sweep_tables)
+from . import (dispatch_table, emulation_phases, half_precision, install_sizes, log_index, markers, models_table,
+               notebook_spans, recorded_summaries, sweep_tables)
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -32,6 +32,7 @@ JOURNEY = {
     "sweep": lambda: sweep_tables.every_size(("float32",)),  # the journey's stages are float32 SGEMMs
     "matmul-runs": notebook_spans.matmul_runs,
     "dispatch": dispatch_table.table,
+    "fp16-phases": emulation_phases.phase_table,
     "half-suite": half_precision.suite_table,
     "half-bandwidth": half_precision.weight_bandwidth,
     "half-gemv-kernel": half_precision.gemv_kernel_table,
