@@ -39,7 +39,7 @@ __device__ inline void store_pair(T* p, float x, float y, bool aligned, bool sec
     if constexpr (sizeof(T) == 4) {
       *reinterpret_cast<float2*>(p) = make_float2(x, y);
     } else {  // two halves, one word
-      const T pair[2] = {E::from_float(x), E::from_float(y)};
+      alignas(4) const T pair[2] = {E::from_float(x), E::from_float(y)};
       *reinterpret_cast<uint32_t*>(p) = *reinterpret_cast<const uint32_t*>(pair);
     }
     return;
