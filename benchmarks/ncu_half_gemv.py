@@ -66,6 +66,11 @@ def keywords(variant: str) -> dict[str, int]:
     return {key: int(value) for key, _, value in (c.partition("=") for c in variant.split(","))}
 
 
+def template(spec) -> dict:
+    """A half_gemv instance's template and its MIN_BLOCKS: the CSV's variant columns."""
+    return {**dict(spec.template), "MIN_BLOCKS": spec.min_blocks}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--csv", required=True)
@@ -83,8 +88,6 @@ def main(argv=None) -> int:
     rows = []
     for m, n, k, transposed in shapes:
         launches = profile(m, n, k, transposed, args.dtype, args.variants)
-        def template(spec) -> dict:
-            return {**dict(spec.template), "MIN_BLOCKS": spec.min_blocks}
         # The launches in order: MLX's GEMV (x @ W.T of one row: otherwise
         # cuBLAS, which the filter leaves out), matmul's, each variant's.
         kernels = [("half_gemv", template(kernel_choice.half_gemv(plan((m, k), (k, n)), args.dtype, args.dtype)))]
