@@ -14,9 +14,8 @@ import pytest
 
 import mlx_sgemm
 from mlx_sgemm.build import launcher, specs
-from mlx_sgemm.dispatch import device
 
-from ..conftest import GPU_BACKEND, requires_gpu
+from ..conftest import requires_gpu
 from .test_gpu_half_wgmma import (
     DTYPES,
     F32,
@@ -27,11 +26,10 @@ from .test_gpu_half_wgmma import (
     check_non_finite,
     launch_of,
     operands,
+    requires_mma_sync,
 )
 
-pytestmark = [requires_gpu, pytest.mark.gpu,
-              pytest.mark.skipif(GPU_BACKEND != "cuda" or (device.cuda_compute_capability() or (0, 0)) < (8, 0),
-                                 reason="half_gemv needs a CUDA GPU with mma.sync m16n8k16 (sm_80 on)")]
+pytestmark = [requires_gpu, pytest.mark.gpu, requires_mma_sync("half_gemv")]
 
 # A token's shapes and their edges: K shorter than one chunk (32 k down a
 # column of B, 16 down its rows), K a multiple of neither, N under one block

@@ -18,7 +18,7 @@ import mlx_sgemm
 from mlx_sgemm.build import specs
 from mlx_sgemm.dispatch import device
 
-from ..conftest import GPU_BACKEND, requires_gpu
+from ..conftest import requires_gpu
 from .test_gpu_half_wgmma import (
     DTYPES,
     LAYOUTS,
@@ -30,12 +30,11 @@ from .test_gpu_half_wgmma import (
     launch_of,
     non_finite_operands,
     operands,
+    requires_mma_sync,
     split_and_output_cases,
 )
 
-pytestmark = [requires_gpu, pytest.mark.gpu,
-              pytest.mark.skipif(GPU_BACKEND != "cuda" or (device.cuda_compute_capability() or (0, 0)) < (8, 0),
-                                 reason="half_mma needs a CUDA GPU with mma.sync m16n8k16 (sm_80 on)")]
+pytestmark = [requires_gpu, pytest.mark.gpu, requires_mma_sync("half_mma")]
 
 # Shapes half_wgmma's test lacks: one k-tile and less, K not a multiple of 8
 # (rows of no 16-byte copy), M and N under one block and just over it.

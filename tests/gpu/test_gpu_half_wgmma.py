@@ -32,6 +32,13 @@ DTYPES = {"float16": F16, "bfloat16": BF16}
 UNIT_ROUNDOFF = {F16: 2.0**-11, BF16: 2.0**-8}
 
 
+def requires_mma_sync(kernel: str):
+    """The skip of a GPU test module whose kernel runs mma.sync m16n8k16
+    (sm_80 on; a GPU that does not report its capability is skipped too)."""
+    return pytest.mark.skipif(GPU_BACKEND != "cuda" or (device.cuda_compute_capability() or (0, 0)) < (8, 0),
+                              reason=f"{kernel} needs a CUDA GPU with mma.sync m16n8k16 (sm_80 on)")
+
+
 def operands(shape_a, shape_b, dtype, seed=0):
     rng = np.random.default_rng(seed)
     draw = lambda shape: mx.array(rng.standard_normal(shape).astype(np.float32)).astype(dtype)  # noqa: E731
