@@ -66,22 +66,24 @@
 // but MLX's CUDA graphs carry a custom kernel's compiled-in cluster shape into
 // other kernels (docs/performance-log.md, "TMA multicast pairs and MLX's CUDA
 // graphs").
-// x @ W.T (B a transposed view of a row-major W) is the exception to "B goes
-// through registers": B^T is then K-major, as wgmma wants it. In the TMA
-// kernel the TMA copies B^T's rows (W's) into a SwizzledTile like A's, and
-// each product reads both operands from shared memory by descriptor
-// (sgemm::wgmma_tf32_ss): no fragment loads. H200, TF32, 2048^3-8192^3:
-// +15-19% (docs/performance-log.md, "x @ W.T in TF32: both operands by
-// descriptor").
+// x @ W.T (B a transposed view of a row-major W): in the TMA kernel the TMA
+// copies B^T's rows (W's) into a SwizzledTile like A's, K-major, from which
+// the consumers read B^T's fragments as from B's panels. (Both operands read
+// by descriptor were 15-19% faster, but the tensor cores would then truncate
+// W: docs/performance-log.md, "TF32 rounded to nearest".)
 //
 // SPLIT (float32 accuracy): small*big + big*small + big*big per k8 step, into
 // a fresh accumulator per k-tile that the FP32 units add to the running sum
 // (the tensor cores' accumulation rounds toward zero: see warp_tile_mma_split). The
 // split does not handle Inf and NaN (sgemm::split_tf32_fast); the block notes
 // whether its operands hold any, and then each output is recomputed with plain
-// FMAs, as exact as any float32 product. Without SPLIT: one product per step,
-// accumulated by the tensor cores, like cuBLAS's TF32 mode (the tensor cores
-// truncate each float32 to TF32).
+// FMAs, as exact as any float32 product. Without SPLIT (TF32): one product per
+// step, each operand rounded to nearest TF32 as cuBLAS's TF32 rounds them (the
+// tensor cores truncate the float32 they are given, which on data of one sign
+// is a bias that grows with K): A by the host before the kernel (a pass over
+// A costs less than rounding each stage in shared memory, which doubled the
+// shared-memory traffic: docs/performance-log.md, "TF32 rounded to nearest"),
+// B's fragments in the consumers' registers.
 constexpr int THREADS = 384;
 // setmaxnreg moves registers within what the block was given at launch: 384
 // threads x 168 (the most that lets 384 threads fit in 64K). A warpgroup that
@@ -99,6 +101,14 @@ static_assert(2 * STAGES + 1 < 16, "named barriers 1..15");
 static_assert(LOOKAHEAD >= 1 && LOOKAHEAD < STAGES, "k-tiles in flight behind the one handed over");
 static_assert(!IN_FLIGHT || !SPLIT, "3xTF32 adds each k-tile's products to the sum once they are done");
 static_assert(!TMA || !SPLIT, "3xTF32 splits A in the producer's hands: cp.async");
+// Each k-tile's products go into a fresh accumulator that the FP32 units add
+// to the running sum, rounding to nearest, wherever the consumers wait for
+// their products every k-tile anyway (all but IN_FLIGHT): the tensor cores'
+// own adds round toward zero, so a sum kept in them across all of K drifts
+// with K on data of one sign (warp_tile_mma_split). With IN_FLIGHT the sum
+// stays in the tensor cores, as cuBLAS's TF32 kernels keep it.
+constexpr bool FRESH = !IN_FLIGHT;
+static_assert(BM <= 128 || !FRESH, "a fresh accumulator beside the sum: 256 rows would need 256 registers");
 
 using ATile = sgemm::SwizzledTile<BM, BK>;
 constexpr int A_FLOATS = ATile::FLOATS;
@@ -225,7 +235,7 @@ if (warpgroup == 0) {
                                                              t.col0 + 32 * p);
             }
           }
-        } else if constexpr (BStage::BY_DESCRIPTOR) {
+        } else if constexpr (BStage::K_MAJOR) {
           if (!b_tma) {  // B^T's rows not K apart, say
             sgemm::cp_async_swizzled_tile<BN, BK, 128, sgemm::ROW_MAJOR>(b_tile(kt), t.B.transposed(), t.col0,
                                                                         kt * BK);
@@ -310,36 +320,31 @@ if (warpgroup == 0) {
         }
         const int k8 = ATile::offset(0, 8 * s);  // the k8 slice of each A part
         const uint64_t a_big = sgemm::wgmma_descriptor<ATile>(a_part(kt, 0) + k8);
-        if constexpr (BStage::BY_DESCRIPTOR) {  // no fragments: both operands by descriptor
-          // The warpgroup's 64 rows of B^T, their k8 slice.
-          sgemm::wgmma_fence();
-          const float* const bt = b_tile(kt) + BTile::offset(wg_col, 8 * s);
-          sgemm::wgmma_tf32_ss<BM>(acc, sgemm::wgmma_descriptor<BTile>(bt), a_big, true);
-        } else {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float x = BTile::at(b_tile(kt), 8 * s + tg + 4 * (e / 2), n_of[e % 2]);
-            if (SPLIT) {
-              float xb, xs;
-              sgemm::split_tf32_fast(x, xb, xs, probe);
-              big[s][e] = __float_as_uint(xb);
-              small[s][e] = __float_as_uint(xs);
-            } else {
-              big[s][e] = __float_as_uint(x);
-            }
-          }
-          sgemm::wgmma_fence();
+        for (int e = 0; e < 4; ++e) {
+          const float x = BTile::at(b_tile(kt), 8 * s + tg + 4 * (e / 2), n_of[e % 2]);
           if (SPLIT) {
-            // The small cross terms first, big * big last (as sgemm::warp_tile_mma_split):
-            // the tensor cores' truncating adds then cost at most one rounding
-            // of the big product's size (a K = 1 product: <= 3 ulp in all).
-            sgemm::wgmma_tf32<BM>(part, small[s], a_big, s > 0);
-            sgemm::wgmma_tf32<BM>(
-                part, big[s], sgemm::wgmma_descriptor<ATile>(a_part(kt, A_PARTS - 1) + k8), true);
-            sgemm::wgmma_tf32<BM>(part, big[s], a_big, true);
+            float xb, xs;
+            sgemm::split_tf32_fast(x, xb, xs, probe);
+            big[s][e] = __float_as_uint(xb);
+            small[s][e] = __float_as_uint(xs);
           } else {
-            sgemm::wgmma_tf32<BM>(acc, big[s], a_big, true);
+            big[s][e] = sgemm::to_tf32(x);
           }
+        }
+        sgemm::wgmma_fence();
+        if (SPLIT) {
+          // The small cross terms first, big * big last (as sgemm::warp_tile_mma_split):
+          // the tensor cores' truncating adds then cost at most one rounding
+          // of the big product's size (a K = 1 product: <= 3 ulp in all).
+          sgemm::wgmma_tf32<BM>(part, small[s], a_big, s > 0);
+          sgemm::wgmma_tf32<BM>(
+              part, big[s], sgemm::wgmma_descriptor<ATile>(a_part(kt, A_PARTS - 1) + k8), true);
+          sgemm::wgmma_tf32<BM>(part, big[s], a_big, true);
+        } else if constexpr (FRESH) {
+          sgemm::wgmma_tf32<BM>(part, big[s], a_big, s > 0);
+        } else {
+          sgemm::wgmma_tf32<BM>(acc, big[s], a_big, true);
         }
         if (IN_FLIGHT) sgemm::wgmma_commit();
       }
@@ -359,7 +364,7 @@ if (warpgroup == 0) {
         sgemm::wgmma_wait<0>();
         release(kt);
       }
-      if (SPLIT) {
+      if (FRESH) {
 #pragma unroll
         for (int i = 0; i < BM / 2; ++i) acc[i] += part[i];
       }

@@ -138,8 +138,11 @@ def prepared(spec: specs.KernelSpec, a_shape: tuple, b_shape: tuple, k_splits: i
     b_kernel_shape = p.b_shape if b_shape != p.b_shape else None
     out_shape = p.out_shape if p.kernel_out_shape() != p.out_shape else None
     plain = spec.input_names == specs.INPUT_NAMES
+    rounds_a = spec.rounds_a_to_tf32
 
     def run(a, b, stream, extra):
+        if rounds_a and a.dtype == mx.float32:  # a half A is exact in TF32
+            a = tf32_nearest(a, stream)
         if a_kernel_shape:
             a = a.reshape(a_kernel_shape, stream=stream)
         if b_kernel_shape:
@@ -161,6 +164,21 @@ def prepared(spec: specs.KernelSpec, a_shape: tuple, b_shape: tuple, k_splits: i
         return c.reshape(out_shape, stream=stream) if out_shape is not None else c
 
     return run
+
+
+def tf32_nearest(x: mx.array, stream=None) -> mx.array:
+    """float32 ``x`` rounded to nearest TF32, row-contiguous (tf32_round.cu):
+    what tile_wgmma at TF32 multiplies in place of A."""
+    spec = specs.cuda_tf32_round()
+    threads = spec.threadgroup[0]
+    count = x.size
+    blocks = max(1, min(-(-count // (4 * threads)), 4 * PERSISTENT_BLOCKS))
+    columns = x.shape[-1] if x.ndim and x.shape[-1] else 1
+    return registry.kernel(spec)(
+        inputs=[x, _params_array((count // columns, columns))], output_shapes=[x.shape],
+        output_dtypes=[mx.float32], grid=(blocks * threads, 1, 1), threadgroup=spec.threadgroup,
+        template=template_arguments(spec), stream=stream,
+    )[0]
 
 
 def split_sum(partials: mx.array, dtype: str, stream=None) -> mx.array:

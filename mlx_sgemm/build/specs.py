@@ -195,6 +195,13 @@ class KernelSpec:
         return self.output_dtypes[0] if self.output_dtypes else "float32"
 
     @property
+    def rounds_a_to_tf32(self) -> bool:
+        """Whether A goes in rounded to nearest TF32 (:func:`cuda_tf32_round`):
+        tile_wgmma at TF32, whose tensor cores read A from shared memory and
+        would truncate it (B's fragments it rounds in registers)."""
+        return self.source_file == "tile_wgmma.cu" and not dict(self.template)["SPLIT"]
+
+    @property
     def tensor_maps(self) -> bool:
         """Whether the kernel reads tensor maps of A and B from ``params``
         (mlx_sgemm/build/tensormap.py) and writes its copies of them to ``maps``."""
@@ -454,6 +461,16 @@ def cuda_split_sum(output: str) -> KernelSpec:
         "split_sum", "cuda", "split_sum.cu", (256, 1, 1), 1, 1024, (("TC", output),),
         inputs=("partials", "params"), outputs=("c",),
         input_dtypes=("float32", "int32"), output_dtypes=(output,),
+    )
+
+
+def cuda_tf32_round() -> KernelSpec:
+    """x rounded to nearest TF32 (kernels/cuda/tf32_round.cu): tile_wgmma's A
+    at TF32 (KernelSpec.rounds_a_to_tf32). 256 threads, 4 elements each."""
+    return KernelSpec(
+        "tf32_round", "cuda", "tf32_round.cu", (256, 1, 1), 1, 1024, (),
+        ensure_row_contiguous=True, inputs=("x", "params"), outputs=("y",),
+        input_dtypes=("float32", "int32"), output_dtypes=("float32",),
     )
 
 

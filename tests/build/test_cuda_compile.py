@@ -38,7 +38,8 @@ REQUIRED = bool(os.environ.get("MLX_SGEMM_REQUIRE_CUDA_TOOLS"))
 # Every registered stage, the tile_wgmma variants matmul picks on Hopper, the
 # INT8 emulation's kernels, tile_async and tile_simdgroup as built for GPUs
 # without Hopper's shared memory and setmaxnreg, and chapter 8's: half_wgmma's
-# half_mma's and half_gemv's instances, split_sum, and the small-M kernels rounding C to a half type.
+# half_mma's and half_gemv's instances, split_sum, the small-M kernels rounding C to a half type,
+# and the pass that rounds tile_wgmma's A to TF32.
 CUDA_SPECS = specs.specs("cuda") + [
     spec for precision in kernel_choice.PRECISIONS for spec in kernel_choice.wgmma_variants(precision)
     if spec not in specs.specs("cuda")
@@ -47,7 +48,7 @@ CUDA_SPECS = specs.specs("cuda") + [
 ] + specs.half_wgmma_specs() + specs.half_mma_specs() + specs.half_gemv_specs() + [
     specs.spec(stage, "cuda").reading(t, t).rounding_to(t)
     for stage in specs.ROUNDS_IN_KERNEL for t in ("float16", "bfloat16")
-]
+] + [specs.cuda_tf32_round()]
 
 
 def needs(available: bool, what: str):

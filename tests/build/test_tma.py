@@ -107,3 +107,28 @@ def test_specs_with_other_macros_get_other_names():
     plain = specs.cuda_wgmma("matmul_tf32_wgmma", SPLIT=False, BM=256)
     assert TMA.name != plain.name
     assert plain.name == specs.cuda_wgmma("matmul_tf32_wgmma", SPLIT=False, BM=128).name  # macros alike
+
+
+def test_tf32_wgmma_takes_a_rounded_to_nearest_tf32(monkeypatch):
+    """tile_wgmma at TF32 (every instance matmul may run) multiplies A rounded
+    by tf32_round.cu, its tensor cores would truncate it; at float32 (3xTF32
+    splits A itself) and for every other kernel, A goes in as it is. The
+    kernel object is stubbed: what it is handed is checked."""
+    handed = []
+    monkeypatch.setattr(launcher, "tf32_nearest", lambda x, stream: x + 1000.0)
+    monkeypatch.setattr(launcher, "kernel_call", lambda spec, p, k_splits: (
+        lambda inputs, **kwargs: handed.append(inputs[0]) or [mx.zeros(kwargs["output_shapes"][0])], None,
+        {"output_shapes": [p.kernel_out_shape(k_splits)]}))
+    a, b = mx.ones((40, 64)), mx.ones((64, 24))
+    tf32 = kernel_choice.wgmma_variants("tf32")
+    assert tf32 and all(spec.rounds_a_to_tf32 for spec in tf32)
+    assert not any(spec.rounds_a_to_tf32 for spec in kernel_choice.wgmma_variants("float32"))
+    assert not any(spec.rounds_a_to_tf32 for spec in specs.specs("cuda") if spec.stage != "tile_wgmma")
+    assert not specs.cuda_tf32_round().rounds_a_to_tf32
+    for spec, rounded in ((tf32[0], True), (kernel_choice.wgmma_variants("float32")[0], False)):
+        launcher.prepared.cache_clear()
+        launcher.launch(spec, a, b)
+        assert (handed[-1] == (1001.0 if rounded else 1.0)).all().item()
+    launcher.prepared.cache_clear()
+    launcher.launch(tf32[0], a.astype(mx.float16), b.astype(mx.float16))  # exact in TF32: as it is
+    assert (handed[-1] == 1.0).all().item()

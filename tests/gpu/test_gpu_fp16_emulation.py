@@ -175,10 +175,15 @@ def test_matmul_takes_the_split_for_big_float32_products():
 
 
 # precision="tf32" (one float16 part a line): each entry rounded to nearest
-# with 11 significant bits, where the one-pass TF32 pipeline's tensor cores
-# truncate theirs to 11: its errors are at or below the pipeline's (numpy:
-# those of rounding both operands to TF32 to nearest, cuBLAS TF32's in MLX).
-@pytest.mark.parametrize("kind", ["normal", "positive", "phi1", "phi2"])
+# with 11 significant bits, as the one-pass TF32 pipeline rounds each operand
+# to nearest TF32 (numpy: the errors of rounding both operands to TF32 to
+# nearest, cuBLAS TF32's in MLX). The same roundings but for ties and the
+# summation order: on zero-mean inputs the errors agree within a few percent.
+# (On all-positive inputs the split's sum stays in the tensor cores across K,
+# as cuBLAS's does, where the pipeline's blocks of up to 128 rows add each
+# k-tile in the FP32 units: test_gpu_tf32_rounding holds both to cuBLAS's
+# error there.)
+@pytest.mark.parametrize("kind", ["normal", "phi1", "phi2"])
 @pytest.mark.parametrize("k", [31, 1000, 4096])
 def test_tf32_accuracy_against_the_tf32_pipeline(kind, k):
     rng = np.random.default_rng(k + 7)
@@ -190,7 +195,8 @@ def test_tf32_accuracy_against_the_tf32_pipeline(kind, k):
     assert np.isfinite(c).all()
     normwise, componentwise = scheme.errors(c, a, b)
     pipeline = scheme.errors(np.array(mlx_sgemm.matmul(x, y, precision="tf32", deterministic=True)), a, b)
-    assert normwise <= pipeline[0] and componentwise <= pipeline[1], ((normwise, componentwise), pipeline)
+    assert normwise <= 1.1 * pipeline[0] and componentwise <= 1.1 * pipeline[1], (
+        (normwise, componentwise), pipeline)
     assert normwise > 1e-6  # one part: TF32's accuracy, not float32's
 
 
@@ -223,8 +229,8 @@ def test_tf32_non_finite_and_wide_lines_take_the_fallback():
 
 def test_matmul_takes_the_one_part_split_for_big_tf32_products():
     """Past kernel_choice's TF32 bound (8192^3 here), matmul(precision="tf32")
-    is fp16_emulated(precision="tf32") bit for bit, at or below the TF32
-    pipeline's error."""
+    is fp16_emulated(precision="tf32") bit for bit, at the TF32 pipeline's
+    error (both round each operand to nearest; the sums differ in order)."""
     n = 8192
     rng = np.random.default_rng(13)
     a = mx.array(rng.standard_normal((n, n)).astype(np.float32))
@@ -236,4 +242,4 @@ def test_matmul_takes_the_one_part_split_for_big_tf32_products():
     bound = np.linalg.norm(np.abs(np.array(a[rows]).astype(np.float64)) @ np.abs(np.array(b).astype(np.float64)))
     ours = np.linalg.norm(np.array(got[rows]) - ref) / bound
     pipeline = mlx_sgemm.matmul(a, b, precision="tf32", deterministic=True)
-    assert ours <= np.linalg.norm(np.array(pipeline[rows]) - ref) / bound
+    assert ours <= 1.05 * np.linalg.norm(np.array(pipeline[rows]) - ref) / bound

@@ -62,19 +62,28 @@ struct SwizzledPanels {
   }
 };
 
+// B^T's rows (x @ W.T: a transposed view of a row-major W) as the TMA lays
+// them out, ROWS x BK in a SwizzledTile (K-major, like A's), read as B's
+// element (k, n). Read as B^T's fragments (lanes g take 8 rows n, lanes t 4
+// k), the swizzle puts each lane group's row in its own 16-byte slot: 32 banks.
+template <int BN, int BK>
+struct SwizzledRowsOfBT : SwizzledTile<BN, BK> {
+  __device__ static float at(const float* s, int k, int n) { return s[SwizzledTile<BN, BK>::offset(n, k)]; }
+};
+
 // How tile_wgmma keeps a k-tile of B (K x N, layout BL) in shared memory. With
 // the TMA (row-major operands described by tensor maps): a row-major B in the
-// TMA's swizzled panels, read into registers as B^T's fragments; a transposed
-// view (x @ W.T) as B^T's BN rows in a SwizzledTile, K-major like A's, read by
-// descriptor. Without: a padded SmemTile in B's own layout, read as fragments.
-// The same whichever way the tile was copied (a B the maps do not describe is
-// copied by cp.async into the same layout).
+// TMA's swizzled panels, a transposed view (x @ W.T) as B^T's BN rows in a
+// SwizzledTile (K_MAJOR). Without: a padded SmemTile in B's own layout. Either
+// way the consumers read it as B^T's fragments, the same whichever way the
+// tile was copied (a B the maps do not describe is copied by cp.async into the
+// same layout).
 template <bool TMA, Layout BL, int BK, int BN>
 struct WgmmaBStage {
   static constexpr bool PANELS = TMA && BL == ROW_MAJOR;
-  static constexpr bool BY_DESCRIPTOR = TMA && BL == COL_MAJOR;
+  static constexpr bool K_MAJOR = TMA && BL == COL_MAJOR;
   using Tile = typename Choose<PANELS, SwizzledPanels<BK, BN>,
-                               typename Choose<BY_DESCRIPTOR, SwizzledTile<BN, BK>, SmemTile<BL, BK, BN>>::type>::type;
+                               typename Choose<K_MAJOR, SwizzledRowsOfBT<BN, BK>, SmemTile<BL, BK, BN>>::type>::type;
 };
 
 }  // namespace sgemm

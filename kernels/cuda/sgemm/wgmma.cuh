@@ -44,11 +44,10 @@ __device__ inline void wgmma_wait() {
 
 // d (64 x N, float32) = a (64 x 8, TF32) * b (8 x N, TF32 in shared memory,
 // K-major, described by b_desc) + (accumulate ? d : 0), for the widths
-// tile_wgmma uses (N = its BM). a comes from registers (wgmma_tf32) or from
-// shared memory, K-major too, described by a_desc (wgmma_tf32_ss). Register
-// fragments are those of mma.sync m16n8k8 (see mma_m16n8k8_tf32), warp w of
-// the warpgroup holding rows 16w..16w+15: a0 (g, t), a1 (g+8, t), a2 (g, t+4),
-// a3 (g+8, t+4); d[4j + e] is row g + 8 (e / 2), column 8j + 2t + e % 2.
+// tile_wgmma uses (N = its BM), a from registers. Its fragments are those of
+// mma.sync m16n8k8 (see mma_m16n8k8_tf32), warp w of the warpgroup holding
+// rows 16w..16w+15: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4);
+// d[4j + e] is row g + 8 (e / 2), column 8j + 2t + e % 2.
 // The accumulators as asm operands: "+f" for float32 (TF32 products), "+r"
 // for int32 (INT8 products); SGEMM_D is the constraint in use.
 #define SGEMM_D8(i) SGEMM_D(d[i]), SGEMM_D(d[i + 1]), SGEMM_D(d[i + 2]), SGEMM_D(d[i + 3]), \
@@ -89,19 +88,6 @@ __device__ inline void wgmma_tf32(
   } else {
     asm volatile(SGEMM_WGMMA("32", "%21", SGEMM_ACC16, "{%16, %17, %18, %19}, %20")
                  : SGEMM_D16 : SGEMM_RS_INPUTS);
-  }
-}
-template <int N>
-__device__ inline void wgmma_tf32_ss(float (&d)[N / 2], uint64_t a_desc, uint64_t b_desc, bool accumulate) {
-  static_assert(N == 32 || N == 64 || N == 128 || N == 256, "m64n32k8 ... m64n256k8");
-  if constexpr (N == 256) {
-    asm volatile(SGEMM_WGMMA("256", "%130", SGEMM_ACC128, "%128, %129") : SGEMM_D128 : SGEMM_SS_INPUTS);
-  } else if constexpr (N == 128) {
-    asm volatile(SGEMM_WGMMA("128", "%66", SGEMM_ACC64, "%64, %65") : SGEMM_D64 : SGEMM_SS_INPUTS);
-  } else if constexpr (N == 64) {
-    asm volatile(SGEMM_WGMMA("64", "%34", SGEMM_ACC32, "%32, %33") : SGEMM_D32 : SGEMM_SS_INPUTS);
-  } else {
-    asm volatile(SGEMM_WGMMA("32", "%18", SGEMM_ACC16, "%16, %17") : SGEMM_D16 : SGEMM_SS_INPUTS);
   }
 }
 
