@@ -4,17 +4,12 @@ a token's bytes of W a second) and the variants it times, half_mma's and
 half_gemv's among them. Speed is not checked."""
 
 import csv
-import importlib.util
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "half_precision.py"
+from . import benchmark_scripts
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("half_precision", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_scripts.load("half_precision")
 
 
 def test_rows_of_the_chosen_kernels_and_the_variants(fake_cuda, tmp_path):

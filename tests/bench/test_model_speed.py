@@ -2,23 +2,18 @@
 and a few tokens: what it times on a GPU (the same code) stays runnable.
 Speed is not checked here."""
 
-import importlib.util
 import types
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("mlx_lm", reason="mlx-lm (the test extra) builds the model")
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "model_speed.py"
+from . import benchmark_scripts
 
 
 @pytest.fixture(scope="module")
 def model_speed():
-    spec = importlib.util.spec_from_file_location("model_speed", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_scripts.load("model_speed")
 
 
 def tiny(**kwargs):

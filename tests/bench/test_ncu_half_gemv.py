@@ -3,8 +3,6 @@ ncu's raw CSV page, and the rows it records (Nsight Compute faked), which
 chapter 8's kernel table must read. Speed is not checked."""
 
 import csv
-import importlib.util
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +10,7 @@ from mlx_sgemm.bench import results
 from mlx_sgemm.dispatch import kernel_choice
 from mlx_sgemm.pages import half_precision
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "ncu_half_gemv.py"
+from . import benchmark_scripts
 
 # What `ncu --csv --page raw --metrics ...` prints: the program's own lines,
 # then quoted CSV, its first row after the header the units.
@@ -27,10 +25,7 @@ NCU_OUTPUT = """==PROF== Connected to process 4242
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("ncu_half_gemv", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_scripts.load("ncu_half_gemv")
 
 
 def test_reads_times_with_thousands_separators_and_their_units():

@@ -4,22 +4,19 @@ of both sides) and its CSV, which the readers of recorded suites take. Speed
 is not checked here."""
 
 import csv
-import importlib.util
-from pathlib import Path
 
 import pytest
 
 from mlx_sgemm.bench import results, timing
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "shape_suite.py"
+from . import benchmark_scripts
+
 SMALL = [((), 3, 40, 24, False), ((), 5, 24, 40, True), ((2,), 4, 8, 16, False)]
 
 
 @pytest.fixture
 def suite(monkeypatch):
-    spec = importlib.util.spec_from_file_location("shape_suite", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = benchmark_scripts.load("shape_suite")
     monkeypatch.setattr(module, "SHAPES", SMALL)
     monkeypatch.setenv("MLX_ENABLE_TF32", "0")  # main sets it; the tests' process keeps its own
     return module
