@@ -28,8 +28,8 @@ _CONTRACTS = {
     ("float32", "tensor"): "float32-accurate: 3xTF32 on the tensor cores (each operand split into a "
                            "TF32 high and low part; error at or below cuBLAS SGEMM's)",
     ("float32", "fma"): "float32: FMAs in float32, error like any float32 summation order (~1e-7)",
-    ("tf32", "tensor"): "TF32: one tensor-core pass on 10-bit mantissas (~1e-4 relative error, like "
-                        "mx.matmul's CUDA default)",
+    ("tf32", "tensor"): "TF32: one tensor-core pass on 10-bit mantissas, each operand rounded to nearest "
+                        "TF32 as cuBLAS rounds it (~1e-4 relative error, like mx.matmul's CUDA default)",
     ("tf32", "fma"): "float32 (asked for TF32; this kernel computes in float32, more accurate than asked)",
     ("float32", "int8"): "float32-accurate: INT8 tensor-core products of residues (Ozaki scheme II), "
                          "as many moduli as the operands' rows and columns need for an error at or below "
@@ -190,11 +190,14 @@ def _layouts(backend: str, spec, b_transposed: bool) -> dict:
         }
     if spec.tensor_maps:
         b += "; by TMA" + (" (B^T's rows into a swizzled tile)" if b_transposed else " (swizzled panels)")
-    return {
-        "a": "read in place at its strides (row-major, a transposed view or a slice: no copy)"
-             + ("; by TMA when row-major" if spec.tensor_maps else ""),
-        "b": b + "; other strides are read element by element",
-    }
+    if spec.rounds_a_to_tf32:  # its tensor cores read A from shared memory, and would truncate it
+        a = ("rounded to nearest TF32 by a pass before the kernel (tf32_round.cu: one read and one write of A, "
+             "row-contiguous), then read" + (" by TMA" if spec.tensor_maps else ""))
+        b += "; each element rounded to nearest TF32 in registers"
+    else:
+        a = ("read in place at its strides (row-major, a transposed view or a slice: no copy)"
+             + ("; by TMA when row-major" if spec.tensor_maps else ""))
+    return {"a": a, "b": b + "; other strides are read element by element"}
 
 
 def _nearest_recorded(backend: str, precision: str, M: int, N: int, K: int, b_transposed: bool) -> dict | None:
