@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
+from typing import Callable
 
 import mlx.core as mx
 
@@ -138,11 +140,11 @@ def prepared(spec: specs.KernelSpec, a_shape: tuple, b_shape: tuple, k_splits: i
     b_kernel_shape = p.b_shape if b_shape != p.b_shape else None
     out_shape = p.out_shape if p.kernel_out_shape() != p.out_shape else None
     plain = spec.input_names == specs.INPUT_NAMES
-    rounds_a = spec.rounds_a_to_tf32
+    round_a = tf32_rounding(a_shape) if spec.rounds_a_to_tf32 else None
 
     def run(a, b, stream, extra):
-        if rounds_a and a.dtype == mx.float32:  # a half A is exact in TF32
-            a = tf32_nearest(a, stream)
+        if round_a is not None and a.dtype == mx.float32:  # a half A is exact in TF32
+            a = round_a(a, stream)
         if a_kernel_shape:
             a = a.reshape(a_kernel_shape, stream=stream)
         if b_kernel_shape:
@@ -166,19 +168,26 @@ def prepared(spec: specs.KernelSpec, a_shape: tuple, b_shape: tuple, k_splits: i
     return run
 
 
-def tf32_nearest(x: mx.array, stream=None) -> mx.array:
-    """float32 ``x`` rounded to nearest TF32, row-contiguous (tf32_round.cu):
-    what tile_wgmma at TF32 multiplies in place of A."""
-    spec = specs.cuda_tf32_round()
+def _pass_grid(spec: specs.KernelSpec, count: int) -> tuple[int, int, int]:
+    """The grid of a pass over ``count`` elements, 4 a thread (split_sum.cu,
+    tf32_round.cu): its blocks walk on where there are more than 4 an SM."""
     threads = spec.threadgroup[0]
-    count = x.size
-    blocks = max(1, min(-(-count // (4 * threads)), 4 * PERSISTENT_BLOCKS))
-    columns = x.shape[-1] if x.ndim and x.shape[-1] else 1
-    return registry.kernel(spec)(
-        inputs=[x, _params_array((count // columns, columns))], output_shapes=[x.shape],
-        output_dtypes=[mx.float32], grid=(blocks * threads, 1, 1), threadgroup=spec.threadgroup,
-        template=template_arguments(spec), stream=stream,
-    )[0]
+    return max(1, min(-(-count // (4 * threads)), 4 * PERSISTENT_BLOCKS)) * threads, 1, 1
+
+
+def tf32_rounding(shape: tuple) -> Callable[[mx.array, object], mx.array]:
+    """A function rounding a float32 array of ``shape`` to nearest TF32, into a
+    row-contiguous one (tf32_round.cu): what tile_wgmma at TF32 multiplies in
+    place of A. Its kernel, params and grid are worked out once per shape."""
+    spec = specs.cuda_tf32_round()
+    kernel = registry.kernel(spec)
+    count = math.prod(shape)
+    columns = shape[-1] if shape and shape[-1] else 1
+    args = dict(output_shapes=[shape], output_dtypes=[mx.float32], grid=_pass_grid(spec, count),
+                threadgroup=spec.threadgroup, template=template_arguments(spec))
+    # The count as rows x columns, two int32 words: it may pass 2**31.
+    params = _params_array((count // columns, columns))
+    return lambda x, stream: kernel(inputs=[x, params], **args, stream=stream)[0]
 
 
 def split_sum(partials: mx.array, dtype: str, stream=None) -> mx.array:
@@ -186,14 +195,12 @@ def split_sum(partials: mx.array, dtype: str, stream=None) -> mx.array:
     order and rounded once to ``dtype``, by one kernel (split_sum.cu)."""
     splits, count = partials.shape[0], partials.size // partials.shape[0]
     spec = specs.cuda_split_sum(dtype)
-    threads = spec.threadgroup[0]
-    blocks = max(1, min(-(-count // (4 * threads)), 4 * PERSISTENT_BLOCKS))
     # The count as rows x columns, two int32 words: it may pass 2**31.
     columns = partials.shape[-1]
     params = _params_array((count // columns, columns, splits))
     return registry.kernel(spec)(
         inputs=[partials, params], output_shapes=[partials.shape[1:]], output_dtypes=[getattr(mx, dtype)],
-        grid=(blocks * threads, 1, 1), threadgroup=spec.threadgroup, template=template_arguments(spec),
+        grid=_pass_grid(spec, count), threadgroup=spec.threadgroup, template=template_arguments(spec),
         init_value=float("nan") if _poison else None, stream=stream,
     )[0]
 

@@ -115,7 +115,7 @@ def test_tf32_wgmma_takes_a_rounded_to_nearest_tf32(monkeypatch):
     splits A itself) and for every other kernel, A goes in as it is. The
     kernel object is stubbed: what it is handed is checked."""
     handed = []
-    monkeypatch.setattr(launcher, "tf32_nearest", lambda x, stream: x + 1000.0)
+    monkeypatch.setattr(launcher, "tf32_rounding", lambda shape: lambda x, stream: x + 1000.0)
     monkeypatch.setattr(launcher, "kernel_call", lambda spec, p, k_splits: (
         lambda inputs, **kwargs: handed.append(inputs[0]) or [mx.zeros(kwargs["output_shapes"][0])], None,
         {"output_shapes": [p.kernel_out_shape(k_splits)]}))
