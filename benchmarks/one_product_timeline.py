@@ -27,6 +27,7 @@ import datetime
 import json
 import os
 import sys
+import tempfile
 
 KERNEL_CATEGORY, SYNC = "kernel", "cudaEventSynchronize"
 OPS = ["matmul", "mx.matmul"]  # evaluated in this order, in turn
@@ -114,16 +115,10 @@ def measure(args) -> tuple[list[dict], dict]:
             for fn in ops.values():
                 mx.eval(fn())
                 mx.synchronize()
-    if args.trace:
-        prof.export_chrome_trace(args.trace)
-        with open(args.trace) as f:
-            events = json.load(f)["traceEvents"]
-    else:
-        path = f"/tmp/one_product_timeline_{os.getpid()}.json"
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            events = json.load(f)["traceEvents"]
-    rows = summarize(events)
+    path = args.trace or os.path.join(tempfile.gettempdir(), f"one_product_timeline_{os.getpid()}.json")
+    prof.export_chrome_trace(path)  # the profiler's events as the trace has them
+    with open(path) as f:
+        rows = summarize(json.load(f)["traceEvents"])
     for row, name in zip(rows, OPS * args.evaluations):
         row["op"] = name
         row["host_timed_median_us"] = round(host[name] * 1e6, 1)
