@@ -300,6 +300,25 @@ def test_a_shape_of_the_recorded_shape_suite_is_served_from_it(tmp_path, monkeyp
     assert {r[-2] for r in served("--dtype", "bfloat16")[1]} == {"bfloat16"}
 
 
+def test_each_precision_of_a_shape_is_served_from_the_newest_suite_that_has_it(tmp_path, monkeypatch, capsys):
+    """A newer suite recorded at TF32 alone serves TF32's rows; float32's come
+    from the older suite, and the note names both."""
+    suite = ("device,mlx_version,date,precision,dtype,calls,batch,M,N,K,b_transposed_view,matmul_s,mx_matmul_s,"
+             "ratio,error,mx_matmul_error\n")
+    row = "Test GPU,0.32.4,{date},{precision},float32,one at a time,,1,4096,4096,False,2e-05,{theirs},1.5,1e-08,1e-08\n"
+    (tmp_path / "shapes-2026-11-20-test.csv").write_text(suite + "".join(
+        row.format(date="2026-11-20", precision=p, theirs=3e-05) for p in ("float32", "tf32")))
+    (tmp_path / "shapes-2026-11-22-test-tf32.csv").write_text(suite + row.format(
+        date="2026-11-22", precision="tf32", theirs=4e-05))
+    argv = record(fixture_rows(), tmp_path, monkeypatch) + ["--shapes", "1,4096,4096"]
+    monkeypatch.setattr(results, "recorded_directories", lambda: [tmp_path])
+    note, rows = note_and_rows(argv, capsys)
+    served = {(r["kernel"], r["precision"], r["date"]) for r in rows if mnk(r) == (1, 4096, 4096)}
+    assert served == {(k, "float32", "2026-11-20") for k in ("matmul", "mx.matmul")} | {
+        (k, "tf32", "2026-11-22") for k in ("matmul", "mx.matmul")}
+    assert "from the shape suites shapes-2026-11-22-test-tf32.csv, shapes-2026-11-20-test.csv" in note
+
+
 # ---- the recorded view: filtered, as JSON ---------------------------------------------------
 
 @pytest.fixture

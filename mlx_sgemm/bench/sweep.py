@@ -71,25 +71,31 @@ def recorded_subset(rows: list[dict], name: str, shapes=None, kernels=None, prec
 
 
 def _from_shape_suites(rows: list[dict], device_name: str, shapes, dtypes, calls) -> tuple[list[dict], str]:
-    """``rows`` with the rows of ``shapes`` (M, N, K) they lack added from the
-    newest recorded shape suite of ``device_name`` that has them for
-    ``dtypes`` timed the way ``calls`` says (``matmul`` and ``mx.matmul``
-    only), and a sentence naming the file ("" if none)."""
+    """``rows`` with the rows of ``shapes`` (M, N, K) they lack added, for each
+    precision, from the newest recorded shape suite of ``device_name`` that
+    has them for ``dtypes`` timed the way ``calls`` says (``matmul`` and
+    ``mx.matmul`` only; a suite may hold one precision), and a sentence naming
+    the files ("" if none)."""
     from . import results
 
     have = {(r["M"], r["N"], r["K"]) for r in rows}
     missing = {tuple(s) for s in shapes} - have
     if not missing:
         return rows, ""
-    for path in results.recorded_runs("shapes-*.csv"):
+    added, files = [], []
+    for path in results.recorded_runs("shapes-*.csv"):  # newest first
+        taken = {r["precision"] for r in added}
         suite = [r for r in results.shape_suite_rows(path)
                  if r["device"] == device_name and (r["M"], r["N"], r["K"]) in missing
-                 and r["dtype"] in dtypes and r["calls"] == calls]
+                 and r["dtype"] in dtypes and r["calls"] == calls and r["precision"] not in taken]
         if suite:
-            found = {(r["M"], r["N"], r["K"]) for r in suite}
-            return rows + suite, (f"Rows of {_listed('shapes', found)} from the shape suite {path.name} "
-                                  "(matmul and mx.matmul only).")
-    return rows, ""
+            added += suite
+            files.append(path.name)
+    if not added:
+        return rows, ""
+    found = {(r["M"], r["N"], r["K"]) for r in added}
+    return rows + added, (f"Rows of {_listed('shapes', found)} from the shape suite{'s' if len(files) > 1 else ''} "
+                          f"{', '.join(files)} (matmul and mx.matmul only).")
 
 
 def collect(

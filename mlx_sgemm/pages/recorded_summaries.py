@@ -37,30 +37,30 @@ def newest_by_device(pattern: str, key=lambda row: row["device"]) -> dict:
     return found
 
 
-def _suite_key(row: dict) -> tuple[str, str, int, str]:
-    """(GPU, way of calling, operand dtype in DTYPES' order, its name) of a
-    shape-suite row; float32 for suites recorded before the dtype column."""
+def _suite_key(row: dict) -> tuple[str, str, int, str, str]:
+    """(GPU, way of calling, operand dtype in DTYPES' order, its name,
+    precision) of a shape-suite row; float32 for suites recorded before the
+    dtype column."""
     dtype = results.dtype_of(row)
-    return row["device"], results.calls_of(row), DTYPES.index(dtype), dtype
+    return row["device"], results.calls_of(row), DTYPES.index(dtype), dtype, row["precision"]
 
 
 def shape_suites() -> str:
-    """Per GPU, way of calling and operand dtype, the newest shape suite: how
-    many shapes at or above 0.8x mx.matmul, the median ratio and the lowest,
-    per precision."""
+    """Per GPU, way of calling, operand dtype and precision, the newest shape
+    suite (a suite may hold one precision): how many shapes at or above 0.8x
+    mx.matmul, the median ratio and the lowest."""
     lines = ["| GPU | calls | dtype | precision | shapes >= 0.8x | median | lowest | run |",
              "|---|---|---|---|---:|---:|---|---|"]
     runs = newest_by_device("shapes-*.csv", key=_suite_key)
-    for (device, calls, _, dtype), path in sorted(runs.items()):
-        rows = [r for r in read_rows(path) if _suite_key(r)[:2] == (device, calls) and results.dtype_of(r) == dtype]
-        for precision in dict.fromkeys(r["precision"] for r in rows):
-            mine = [r for r in rows if r["precision"] == precision]
-            ratios = [float(r["ratio"]) for r in mine]
-            low = min(mine, key=lambda r: float(r["ratio"]))
-            where = suite_shape(low)
-            lines.append(f"| {device} | {calls} | {dtype} | {precision} | {sum(x >= GOOD_ENOUGH for x in ratios)}/{len(ratios)} "
-                         f"| {ratio(statistics.median(ratios))} | {ratio(float(low['ratio']))} at {where} | "
-                         f"`{path.name}` |")
+    for key, path in sorted(runs.items()):
+        device, calls, _, dtype, precision = key
+        mine = [r for r in read_rows(path) if _suite_key(r) == key]
+        ratios = [float(r["ratio"]) for r in mine]
+        low = min(mine, key=lambda r: float(r["ratio"]))
+        where = suite_shape(low)
+        lines.append(f"| {device} | {calls} | {dtype} | {precision} | {sum(x >= GOOD_ENOUGH for x in ratios)}/{len(ratios)} "
+                     f"| {ratio(statistics.median(ratios))} | {ratio(float(low['ratio']))} at {where} | "
+                     f"`{path.name}` |")
     return "\n".join(lines)
 
 

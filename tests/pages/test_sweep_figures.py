@@ -79,3 +79,19 @@ def test_the_shape_suite_summary_has_a_row_per_dtype_and_way_of_calling(tmp_path
         [H100, "one at a time", "float16", "float32", "0/2"],
         [H100, "one at a time", "bfloat16", "float32", "2/2"],
     ]
+
+
+def test_a_suite_of_one_precision_leaves_the_other_precisions_rows_to_older_suites(tmp_path, monkeypatch):
+    """A newer suite recorded at TF32 alone is the TF32 row; float32's stays the
+    older suite's, which has both."""
+    header = "device,mlx_version,date,precision,dtype,calls,batch,M,N,K,b_transposed_view,matmul_s,mx_matmul_s,ratio\n"
+    row = "{d},0.32.4,2026-11-27,{p},float32,one at a time,,{m},4096,4096,False,1,{r},{r}\n"
+    (tmp_path / "shapes-2026-11-27-h100.csv").write_text(header + "".join(
+        row.format(d=H100, p=p, m=m, r=2.0) for p in ("float32", "tf32") for m in (1, 8)))
+    (tmp_path / "shapes-2026-11-27-h100-tf32-again.csv").write_text(header + "".join(
+        row.format(d=H100, p="tf32", m=m, r=0.5) for m in (1, 8)))
+    monkeypatch.setattr(results, "recorded_directories", lambda: [tmp_path])
+    lines = recorded_summaries.shape_suites().splitlines()[2:]
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+    assert [(c[3], c[4], c[-1]) for c in cells] == [
+        ("float32", "2/2", "`shapes-2026-11-27-h100.csv`"), ("tf32", "0/2", "`shapes-2026-11-27-h100-tf32-again.csv`")]
