@@ -24,6 +24,7 @@ import sys
 
 import mlx.core as mx
 
+from mlx_sgemm.bench import results
 from mlx_sgemm.build import specs
 from mlx_sgemm.dispatch import device, kernel_choice
 from mlx_sgemm.dispatch.problem import plan
@@ -105,10 +106,7 @@ def main(argv=None) -> int:
             variant = ",".join(f"{key}={r[key]}" for key in TEMPLATE if r[key] != "")
             print(f"{m}x{n}x{k} {r['layout']:10s} {name} {variant:40s} {r['median_us']:7.2f} us "
                   f"{r['dram_pct']:5.1f}%", flush=True)
-    with open(args.csv, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    results.write_table(rows, args.csv, echo=False)
     return 0
 
 

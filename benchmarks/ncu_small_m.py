@@ -22,6 +22,7 @@ import mlx.core as mx
 from mlx_sgemm import ops
 from mlx_sgemm.bench import accuracy
 from mlx_sgemm.build import launcher, specs
+from ncu_half_gemv import keywords  # the variants' NAME=VALUE,... as ncu_half_gemv.py passes them
 
 os.environ["MLX_ENABLE_TF32"] = "0"
 m, n, k = [int(x) for x in sys.argv[1:4]]
@@ -34,6 +35,5 @@ b = mx.swapaxes(w, -1, -2) if transposed else w
 for _ in range(5): mx.eval(mx.matmul(a, b))
 for _ in range(5): mx.eval(ops.matmul(a, b))
 for variant in variants:
-    keywords = {key: int(value) for key, _, value in (c.partition("=") for c in variant.split(","))}
-    spec = specs.cuda_half_gemv(str(dtype).rpartition(".")[2], **keywords)
+    spec = specs.cuda_half_gemv(str(dtype).rpartition(".")[2], **keywords(variant))
     for _ in range(5): mx.eval(launcher.launch(spec, a, b))

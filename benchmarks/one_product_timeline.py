@@ -22,7 +22,6 @@ before MLX is imported (MLX reads it once).
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
 import json
 import os
@@ -40,11 +39,12 @@ def summarize(events: list[dict]) -> list[dict]:
     wait ended."""
     events = sorted((e for e in events if e.get("ph") == "X"), key=lambda e: e["ts"])
     kernels = [e for e in events if e.get("cat") == KERNEL_CATEGORY]
+    graph_launches = [e["ts"] for e in events if e["name"] == "cudaGraphLaunch"]
     rows, since = [], float("-inf")
     for wait in (e for e in events if e["name"] == SYNC):
         returned = wait["ts"] + wait["dur"]
         mine = [k for k in kernels if since <= k["ts"] < returned]
-        launches = [e["ts"] for e in events if e["name"] == "cudaGraphLaunch" and since <= e["ts"] < returned]
+        launches = [ts for ts in graph_launches if since <= ts < returned]
         since = returned
         if not mine:
             continue
@@ -86,12 +86,9 @@ def main(argv=None) -> int:
     else:
         os.environ["MLX_ENABLE_TF32"] = "1" if args.precision == "tf32" else "0"
         rows, common = measure(args)
-    for row in rows:
-        print(row)
-    with open(args.csv, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(common) + list(rows[0]))
-        writer.writeheader()
-        writer.writerows({**common, **row} for row in rows)
+    from mlx_sgemm.bench import results
+
+    results.write_table([{**common, **row} for row in rows], args.csv)
     return 0
 
 
