@@ -2,8 +2,9 @@
 // x rounded to nearest TF32 (ties away from zero: cvt.rna.tf32.f32), element
 // by element, into y: tile_wgmma's A at TF32, which its tensor cores read from
 // shared memory and would otherwise truncate (cuBLAS's TF32 rounds to
-// nearest). x is row-contiguous (MLX copies a view first); params: its count as rows, columns (it may pass 2^31). Four
-// elements a thread, float4s where the count is a multiple of 4.
+// nearest). x is row-contiguous (MLX copies a view first); params: its count
+// as rows, columns (it may pass 2^31). Four elements a thread, float4s where
+// the count is a multiple of 4.
 const int64_t count = static_cast<int64_t>(params[0]) * params[1];
 const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x * 4;
 const bool vector = count % 4 == 0;
