@@ -76,6 +76,16 @@ def test_every_spec_has_its_sources():
             assert "a_strides" in body and "b_strides" in body, spec
 
 
+def test_cuda_headers_include_only_each_other():
+    """MLX compiles a custom kernel with NVRTC, which finds no C++ standard
+    headers (<cstdint> and the like): a CUDA header may include only the
+    project's own, by quotes. (nvcc, which the compile checks use, finds them,
+    so only the GPU would notice.)"""
+    for path in sorted((sources.kernels_dir() / "cuda").rglob("*.cu*")):
+        system = [line for line in path.read_text().splitlines() if line.lstrip().startswith("#include <")]
+        assert not system, f"{path.name}: {system}"
+
+
 def test_every_kernel_file_has_a_spec():
     for backend, suffix in (("cuda", ".cu"), ("metal", ".metal")):
         files = {p.name for p in (sources.kernels_dir() / backend).glob("*" + suffix)}

@@ -5,6 +5,7 @@
 #include "sgemm/operand.cuh"
 #include "sgemm/params.cuh"
 #include "sgemm/schedule.cuh"
+#include "sgemm/streamed_load.cuh"
 // half_gemv: C = A @ B for a few rows of A (M <= 8: a token's activations
 // against a weight matrix) when both are float16 or both bfloat16, on the
 // tensor cores (mma.sync m16n8k16, sm_80 on), float32 accumulators, C rounded
@@ -35,7 +36,8 @@
 //   and pairs them by byte permutes into (k, k + 1) halves of one column;
 //   fragment rows g and g + 8 of tile j are columns 2 NT g + 2j and + 1.
 //   A's row g gives 8 bytes at k = 4q.
-// A is read through L1 (a few KB, read by every warp of every block).
+// A is read through L1 (a few KB, read by every warp of every block); B by
+// sgemm::load_streamed, past L1, with L2 fetching 256 bytes a request.
 //
 // Block: BN = 16 NT columns of C, BLOCK_M = 8 rows, WARPS warps that take
 // turns down K a chunk each (warp w: chunks w, w + WARPS, ...), in sets of
@@ -145,7 +147,7 @@ auto col_major = [&] {
 #pragma unroll
       for (int j = 0; j < NT; ++j)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) f.b[j][h] = *reinterpret_cast<const uint4*>(b_line[j][h] + k);
+        for (int h = 0; h < 2; ++h) f.b[j][h] = sgemm::load_streamed<uint4>(b_line[j][h] + k);
       f.a = a_row ? __ldg(reinterpret_cast<const uint4*>(a_line + k)) : make_uint4(0, 0, 0, 0);
     } else {
       f = sgemm::col_fragment_by_elements<NT>(A, B, a_index, k, t.col0 + g);
@@ -183,7 +185,7 @@ auto row_major = [&] {
     const int k = k0 + 4 * q;
     if constexpr (decltype(fast)::value) {
 #pragma unroll
-      for (int r = 0; r < 4; ++r) f.b[r] = *reinterpret_cast<const Run*>(b_run + (k + r) * B.rs);
+      for (int r = 0; r < 4; ++r) f.b[r] = sgemm::load_streamed<Run>(b_run + (k + r) * B.rs);
       f.a = a_row ? __ldg(reinterpret_cast<const uint2*>(a_line + k)) : make_uint2(0, 0);
     } else {
       f = sgemm::row_fragment_by_elements<NT>(A, B, a_index, k, col);
