@@ -73,16 +73,24 @@ def weight_bandwidth() -> str:
 
 def gemv_kernel_table() -> str:
     """half_gemv's kernels alone (Nsight Compute, L2 flushed, median of 5
-    calls): the instance matmul chooses for each recorded shape, its time and
-    share of the memory's bandwidth, beside MLX's GEMV where it was timed."""
-    from ..dispatch import kernel_choice
-    from ..dispatch.problem import plan
-
+    calls), the newest run of each GPU: the instance matmul chooses for each
+    recorded shape, its time and share of the memory's bandwidth, beside MLX's
+    GEMV where it was timed."""
     runs = results.recorded_runs("half-gemv-kernel-*.csv")
     if not runs:
         return "No run of half_gemv alone is recorded yet (`benchmarks/ncu_small_m.py`)."
-    rows = read_rows(runs[0])
-    lines = [f"{rows[0]['device']}, {rows[0]['dtype']}, the kernel alone, `{runs[0].name}`:", "",
+    newest_by_device: dict[str, tuple[Path, list[dict]]] = {}
+    for path in runs:  # newest first
+        rows = read_rows(path)
+        newest_by_device.setdefault(rows[0]["device"], (path, rows))
+    return "\n\n".join(_gemv_kernel_run(path, rows) for path, rows in newest_by_device.values())
+
+
+def _gemv_kernel_run(path: Path, rows: list[dict]) -> str:
+    from ..dispatch import kernel_choice
+    from ..dispatch.problem import plan
+
+    lines = [f"{rows[0]['device']}, {rows[0]['dtype']}, the kernel alone, `{path.name}`:", "",
              "| M x N x K | B | half_gemv (as matmul runs it) | DRAM | MLX's GEMV | DRAM |",
              "|---|---|---:|---:|---:|---:|"]
     shapes = dict.fromkeys((int(r["M"]), int(r["N"]), int(r["K"]), r["layout"]) for r in rows)

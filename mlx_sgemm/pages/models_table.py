@@ -1,7 +1,9 @@
-"""The newest recorded run of models (``benchmarks/model_speed.py`` writes
-``benchmarks/results/models-<date>-<device>.csv``): a row per model, dtype and
-precision, with the prefill and decode ratios to MLX and the first call's
-latencies in a new process and with the kernels cached."""
+"""The recorded runs of models (``benchmarks/model_speed.py`` writes
+``benchmarks/results/models-<date>-<device>.csv``): a row per GPU, model,
+dtype and precision, from the newest run that measured it, with the prefill
+and decode ratios to MLX and the first call's latencies in a new process and
+with the kernels cached. A run may measure a few configurations again (after
+a change, or on another GPU); the others keep their older rows."""
 
 from __future__ import annotations
 
@@ -20,11 +22,13 @@ NONE_YET = ("No run of real models is recorded yet (`benchmarks/model_speed.py` 
             "`benchmarks/results/models-<date>-<device>.csv`).")
 
 
-def newest(directories=None) -> Path | None:
-    """The newest models-*.csv of ``directories`` (default: the recorded runs'), or None."""
-    if directories is None:
-        return results.newest_recorded(pattern=GLOB)
-    return results.newest_recorded(directories, GLOB)
+def runs(directories=None) -> list[Path]:
+    """The models-*.csv of ``directories`` (default: the recorded runs'), newest first."""
+    for directory in directories if directories is not None else results.recorded_directories():
+        found = sorted(Path(directory).glob(GLOB), key=results.oldest_first, reverse=True)
+        if found:
+            return found
+    return []
 
 
 def _read(path: Path) -> list[dict]:
@@ -46,29 +50,40 @@ def _latency(row: dict | None) -> str:
 
 
 def block(directories=None) -> str:
-    """The models table of the newest run, or a one-line note where there is none."""
-    path = newest(directories)
-    if path is None:
+    """The models table, or a one-line note where no run is recorded."""
+    paths = runs(directories)
+    if not paths:
         return NONE_YET
-    rows = _read(path)
-    groups: dict[tuple, dict] = {}
-    for r in rows:
-        groups.setdefault((r["model"], r["dtype"], r["precision"]), {})[r["phase"]] = r
-    heading = ["model", "dtype", "precision", *(f"{p} (x MLX)" for p in RATIO_PHASES),
+    groups: dict[tuple, dict] = {}  # (device, model, dtype, precision) -> phase -> row, from its newest run
+    sources: dict[Path, list[dict]] = {}  # the runs that gave rows, newest first
+    for path in paths:
+        fresh: dict[tuple, dict] = {}
+        for r in _read(path):
+            key = (r["device"], r["model"], r["dtype"], r["precision"])
+            if key not in groups:
+                fresh.setdefault(key, {})[r["phase"]] = r
+        if fresh:
+            groups.update(fresh)
+            sources[path] = [r for phases in fresh.values() for r in phases.values()]
+    heading = ["GPU", "model", "dtype", "precision", *(f"{p} (x MLX)" for p in RATIO_PHASES),
                *(f"{name}: new process / cached" for name, *_ in LATENCY_PHASES)]
-    lines = ["| " + " | ".join(heading) + " |", "|---|---|---|" + "---:|" * (len(heading) - 3)]
-    for (model, dtype, precision), phases in groups.items():
-        cells = [f"`{model}`", dtype, precision]
+    lines = ["| " + " | ".join(heading) + " |", "|---|---|---|---|" + "---:|" * (len(heading) - 4)]
+    for (device, model, dtype, precision), phases in sorted(groups.items()):
+        cells = [device, f"`{model}`", dtype, precision]
         cells += [f"{float(phases[p]['ratio']):.2f}x" if p in phases else "-" for p in RATIO_PHASES]
         for _, new, cached in LATENCY_PHASES:
             cells.append(" / ".join(_latency(phases.get(p)) for p in (new, cached)))
         lines.append("| " + " | ".join(cells) + " |")
-    first = rows[0]
-    # A run may hold rows measured on several commits (a model re-measured after a change).
-    commits = list(dict.fromkeys(r["commit"] for r in rows if r["commit"]))
-    commit = (f", commit{'s' if len(commits) > 1 else ''} " + ", ".join(f"`{c}`" for c in commits)) if commits else ""
-    lines.append(f"\n{first['device']}, MLX {first['mlx']}, {first['date']}{commit} "
-                 f"(`benchmarks/results/{path.name}`). x MLX: MLX's time over ours (above 1, ours is faster); "
+    notes = []
+    for path, rows in sources.items():
+        first = rows[0]
+        # A run may hold rows measured on several commits (a model re-measured after a change).
+        commits = list(dict.fromkeys(r["commit"] for r in rows if r["commit"]))
+        commit = (f", commit{'s' if len(commits) > 1 else ''} " + ", ".join(f"`{c}`" for c in commits)
+                  if commits else "")
+        notes.append(f"{first['device']}, MLX {first['mlx']}, {first['date']}{commit} "
+                     f"(`benchmarks/results/{path.name}`)")
+    lines.append("\n" + "; ".join(notes) + ". x MLX: MLX's time over ours (above 1, ours is faster); "
                  "precision float32 is against MLX with `MLX_ENABLE_TF32=0`, tf32 against MLX's default. "
                  "First calls: ours (the unmodified model's in brackets), each model alone in its process.")
     return "\n".join(lines)
