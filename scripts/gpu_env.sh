@@ -2,7 +2,9 @@
 # carried in .gpu/ (built by ../shared/gpu/make_mlx_cuda_bundle.sh .gpu) and the
 # test dependencies the machine lacks (scripts/make_gpu_test_bundle.sh .gpu:
 # mlx-lm, platformdirs, filelock), and put them and this checkout on
-# PYTHONPATH. The machine has no network and no MLX.
+# PYTHONPATH. The machine has no network and no MLX. Recorded runs name the
+# commit git reports; where the machine's .git is not the copied tree's, set
+# MLX_SGEMM_SOURCE_COMMIT=<commit> before sourcing this (bench.measure.source_commit).
 set -e
 mkdir -p /tmp/site
 for bundle in .gpu/mlx-cuda-site.tar.xz .gpu/test-site.tar.xz; do

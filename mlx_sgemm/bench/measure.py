@@ -118,9 +118,17 @@ def device_peak(peak_gflops=None, bandwidth=None) -> peaks.DevicePeak:
                                bandwidth_gbs=bandwidth or found.bandwidth_gbs, source="command line")
 
 
+# A copy of a checkout whose git metadata is not its own (a tree synced to a
+# GPU machine beside an older .git) names its commit here.
+COMMIT_VARIABLE = "MLX_SGEMM_SOURCE_COMMIT"
+
+
 def source_commit() -> str:
     """The package checkout's commit (``-dirty`` when it has changes), or "" when
-    it is not a git checkout (an installed wheel) or git is absent."""
+    it is not a git checkout (an installed wheel) or git is absent; the
+    environment's MLX_SGEMM_SOURCE_COMMIT, where set, instead."""
+    if os.environ.get(COMMIT_VARIABLE):
+        return os.environ[COMMIT_VARIABLE]
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,

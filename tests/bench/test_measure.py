@@ -86,7 +86,16 @@ def test_the_commit_is_empty_outside_git(monkeypatch):
         raise FileNotFoundError("git")
 
     monkeypatch.setattr(measure.subprocess, "run", no_git)
+    monkeypatch.delenv(measure.COMMIT_VARIABLE, raising=False)
     assert measure.source_commit() == ""
+
+
+def test_a_copy_of_a_checkout_may_name_its_commit(monkeypatch):
+    """A tree synced to a GPU machine beside an older .git would otherwise
+    record that older commit, marked dirty."""
+    monkeypatch.setenv(measure.COMMIT_VARIABLE, "fdaf08e")
+    monkeypatch.setattr(measure.subprocess, "run", lambda *a, **k: pytest.fail("git asked"))
+    assert measure.source_commit() == "fdaf08e"
 
 
 def test_a_shape_is_timed_in_one_set_of_alternating_rounds(monkeypatch):
