@@ -21,19 +21,36 @@ import statistics
 import tempfile
 import time
 
-import torch  # noqa: F401 (the profiler's CUPTI)
-from torch.profiler import ProfilerActivity, profile
-
-import mlx.core as mx
-
-import mlx_sgemm
-from mlx_sgemm.bench import models
-
 STEPS = 16
 SHOWN = 14  # kernels listed a side, the most frequent first
 
 
+def summarize(events: list[dict], steps: int) -> dict:
+    """A profiler trace of ``steps`` decode steps: kernels a step, their GPU
+    time a step (ms), the SHOWN most frequent kernels (name's last 60
+    characters, launches a step, mean us) and the CUDA API calls a step."""
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    names = collections.Counter(e["name"].split("(")[0][-60:] for e in kernels)
+    runtime = collections.Counter(e["name"] for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver"))
+    return {
+        "kernels_a_step": len(kernels) / steps,
+        "kernel_ms_a_step": sum(e["dur"] for e in kernels) / steps / 1e3,
+        "most_frequent": [(kernel, count / steps,
+                           sum(e["dur"] for e in kernels if e["name"].split("(")[0][-60:] == kernel) / count)
+                          for kernel, count in names.most_common(SHOWN)],
+        "runtime_calls_a_step": {k: round(v / steps, 1) for k, v in runtime.most_common(6)},
+    }
+
+
 def main() -> int:
+    import torch  # noqa: F401 (the profiler's CUPTI)
+    from torch.profiler import ProfilerActivity, profile
+
+    import mlx.core as mx
+
+    import mlx_sgemm
+    from mlx_sgemm.bench import models
+
     dtype = getattr(mx, os.environ.get("DT", "bfloat16"))
     theirs, ours = (models.build("llama", dtype, size="7b", layers=4) for _ in range(2))
     mlx_sgemm.nn.replace_linear(ours, precision=os.environ.get("PREC", "float32"))
@@ -58,16 +75,13 @@ def main() -> int:
         prof.export_chrome_trace(path)
         with open(path) as f:
             events = json.load(f)["traceEvents"]
-        kernels = [e for e in events if e.get("cat") == "kernel"]
-        gpu = sum(e["dur"] for e in kernels) / STEPS
-        names = collections.Counter(e["name"].split("(")[0][-60:] for e in kernels)
-        runtime = collections.Counter(e["name"] for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver"))
+        summary = summarize(events, STEPS)
         print(f"== {name}: wall {wall * 1e3:.3f} ms/step, build {statistics.median(build) * 1e3:.3f} ms, "
-              f"kernels/step {len(kernels) / STEPS:.1f}, kernel time {gpu / 1e3:.3f} ms/step", flush=True)
-        for kernel, count in names.most_common(SHOWN):
-            mean = sum(e["dur"] for e in kernels if e["name"].split("(")[0][-60:] == kernel) / count
-            print(f"   {count / STEPS:5.1f}/step {mean:7.1f} us  {kernel}")
-        print("   runtime calls/step:", {k: round(v / STEPS, 1) for k, v in runtime.most_common(6)})
+              f"kernels/step {summary['kernels_a_step']:.1f}, kernel time {summary['kernel_ms_a_step']:.3f} ms/step",
+              flush=True)
+        for kernel, a_step, mean in summary["most_frequent"]:
+            print(f"   {a_step:5.1f}/step {mean:7.1f} us  {kernel}")
+        print("   runtime calls/step:", summary["runtime_calls_a_step"])
     return 0
 
 
