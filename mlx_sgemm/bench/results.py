@@ -136,9 +136,10 @@ def shape_suite_rows(path: Path) -> list[dict]:
     return rows
 
 
-def recorded_runs(pattern: str) -> list[Path]:
-    """The recorded runs whose names match ``pattern``, newest first."""
-    for directory in recorded_directories():
+def recorded_runs(pattern: str, directories=None) -> list[Path]:
+    """The recorded runs whose names match ``pattern``, newest first, from the
+    first of ``directories`` (default: :func:`recorded_directories`) that has any."""
+    for directory in recorded_directories() if directories is None else directories:
         runs = sorted(Path(directory).glob(pattern), key=oldest_first, reverse=True)
         if runs:
             return runs

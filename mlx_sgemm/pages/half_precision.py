@@ -10,7 +10,7 @@ import statistics
 from pathlib import Path
 
 from ..bench import results
-from .recorded_summaries import read_rows, suite_shape
+from .recorded_summaries import newest_by_device, read_rows, suite_shape
 from .sweep_figures import ratio, shape_text
 
 HALF_DTYPES = ("bfloat16", "float16")
@@ -76,14 +76,10 @@ def gemv_kernel_table() -> str:
     calls), the newest run of each GPU: the instance matmul chooses for each
     recorded shape, its time and share of the memory's bandwidth, beside MLX's
     GEMV where it was timed."""
-    runs = results.recorded_runs("half-gemv-kernel-*.csv")
+    runs = newest_by_device("half-gemv-kernel-*.csv")  # newest first
     if not runs:
         return "No run of half_gemv alone is recorded yet (`benchmarks/ncu_small_m.py`)."
-    newest_by_device: dict[str, tuple[Path, list[dict]]] = {}
-    for path in runs:  # newest first
-        rows = read_rows(path)
-        newest_by_device.setdefault(rows[0]["device"], (path, rows))
-    return "\n\n".join(_gemv_kernel_run(path, rows) for path, rows in newest_by_device.values())
+    return "\n\n".join(_gemv_kernel_run(path, read_rows(path)) for path in runs.values())
 
 
 def _gemv_kernel_run(path: Path, rows: list[dict]) -> str:

@@ -22,15 +22,6 @@ NONE_YET = ("No run of real models is recorded yet (`benchmarks/model_speed.py` 
             "`benchmarks/results/models-<date>-<device>.csv`).")
 
 
-def runs(directories=None) -> list[Path]:
-    """The models-*.csv of ``directories`` (default: the recorded runs'), newest first."""
-    for directory in directories if directories is not None else results.recorded_directories():
-        found = sorted(Path(directory).glob(GLOB), key=results.oldest_first, reverse=True)
-        if found:
-            return found
-    return []
-
-
 def _read(path: Path) -> list[dict]:
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
@@ -51,7 +42,7 @@ def _latency(row: dict | None) -> str:
 
 def block(directories=None) -> str:
     """The models table, or a one-line note where no run is recorded."""
-    paths = runs(directories)
+    paths = results.recorded_runs(GLOB, directories)
     if not paths:
         return NONE_YET
     groups: dict[tuple, dict] = {}  # (device, model, dtype, precision) -> phase -> row, from its newest run
