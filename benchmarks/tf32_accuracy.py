@@ -52,13 +52,13 @@ def main(argv=None) -> int:
     print(f"{common['device']}, MLX {mx.__version__}: matmul(precision='tf32') against cuBLAS TF32")
     print(f"{'shape':>34s} {'inputs':>8s} {'kernel':>14s} {'ours':>9s} {'cuBLAS':>9s} {'x':>6s}")
     rows = []
-    for inputs in args.inputs:
-        for seed, (batch, m, n, k, transposed) in enumerate(shapes):
-            row = {**common, **tf32_accuracy.error_row(batch, m, n, k, transposed, inputs, seed)}
-            rows.append(row)
-            label = f"{'x'.join(map(str, batch)) + ' x ' if batch else ''}{m}x{n}x{k}{' W.T' if transposed else ''}"
-            print(f"{label:>34s} {inputs:>8s} {row['kernel']:>14s} {row['error']:9.2e} "
-                  f"{row['mx_matmul_error']:9.2e} {row['error_over_cublas']:6.2f}")
+    for measured in tf32_accuracy.each_error_row(shapes, args.inputs):  # printed as they come
+        row = {**common, **measured}
+        rows.append(row)
+        label = (f"{row['batch'] + ' x ' if row['batch'] else ''}{row['M']}x{row['N']}x{row['K']}"
+                 f"{' W.T' if row['b_transposed_view'] else ''}")
+        print(f"{label:>34s} {row['inputs']:>8s} {row['kernel']:>14s} {row['error']:9.2e} "
+              f"{row['mx_matmul_error']:9.2e} {row['error_over_cublas']:6.2f}", flush=True)
     worst = max(rows, key=lambda r: r["error_over_cublas"])
     print(f"{sum(r['error_over_cublas'] <= 1.0 for r in rows)}/{len(rows)} at or below cuBLAS TF32's error; "
           f"highest {worst['error_over_cublas']:.2f} ({worst['inputs']} {worst['M']}x{worst['N']}x{worst['K']}, "

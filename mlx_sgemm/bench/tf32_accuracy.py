@@ -41,9 +41,15 @@ def error_row(batch, m: int, n: int, k: int, transposed: bool, inputs: str, seed
             "error": ours, "mx_matmul_error": cublas, "error_over_cublas": ours / cublas if cublas else float("inf")}
 
 
-def error_rows(cases, inputs=INPUTS) -> list[dict]:
+def each_error_row(cases, inputs=INPUTS):
     """:func:`error_row` of each (batch, M, N, K, transposed) case on each kind of
-    ``inputs`` (seeded by the case's place); mx.matmul is at whatever precision
-    this process's MLX_ENABLE_TF32 gives it."""
-    return [error_row(batch, m, n, k, transposed, kind, seed)
-            for kind in inputs for seed, (batch, m, n, k, transposed) in enumerate(cases)]
+    ``inputs`` (seeded by the case's place), one at a time; mx.matmul is at
+    whatever precision this process's MLX_ENABLE_TF32 gives it."""
+    for kind in inputs:
+        for seed, (batch, m, n, k, transposed) in enumerate(cases):
+            yield error_row(batch, m, n, k, transposed, kind, seed)
+
+
+def error_rows(cases, inputs=INPUTS) -> list[dict]:
+    """:func:`each_error_row`, as a list."""
+    return list(each_error_row(cases, inputs))
