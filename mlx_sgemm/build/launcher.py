@@ -139,6 +139,15 @@ def prepared(spec: specs.KernelSpec, a_shape: tuple, b_shape: tuple, k_splits: i
     a_kernel_shape = p.a_shape if a_shape != p.a_shape else None
     b_kernel_shape = p.b_shape if b_shape != p.b_shape else None
     out_shape = p.out_shape if p.kernel_out_shape() != p.out_shape else None
+    if out_shape is not None and k_splits == 1:
+        # A kernel writes C row after row, M x N a batch entry, and reads no
+        # shape of it: the caller's shape (batch dims as given, a 1-D operand's
+        # dim dropped) names the same memory. Declared as the kernel's output,
+        # it needs no reshape after it, a node fewer a call, which a decode
+        # step's products each pay (docs/performance-log.md, "A bfloat16
+        # decode step, kernel by kernel").
+        shape_args = dict(shape_args, output_shapes=[p.out_shape, *shape_args["output_shapes"][1:]])
+        out_shape = None
     plain = spec.input_names == specs.INPUT_NAMES
     round_a = tf32_rounding(a_shape) if spec.rounds_a_to_tf32 else None
 
