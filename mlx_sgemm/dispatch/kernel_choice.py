@@ -570,16 +570,31 @@ def _half_spec(element: str, output: str, bm: int, bn: int, sum_to: str | None =
     return dataclasses.replace(spec, sum_to=sum_to) if sum_to else spec
 
 
+# What one 128 x 256 tile of half_wgmma takes against one of 128 x 128, each
+# SM taking a tile at a time: 1.5-1.8x on an H200 (docs/performance-log.md,
+# "half_wgmma's tiles counted in rounds"), not 2x, for it reads 3/4 of the
+# operands' bytes a product. A middle value of that range.
+WIDE_TILE_COST = 1.65
+
+
 def half_block(p: Plan, wgmma: bool = True) -> tuple[int, int]:
     """The half tensor-core kernel's block for ``p``: 64 rows where C has no
-    more, else 128; half_wgmma's 256 columns where that still gives every SM a
-    tile, else 128 (half_mma's blocks are 128 wide: three stages of 128 x 256
-    would pass the 99 KB of shared memory an sm_86 or sm_89 block may have)."""
+    more, else 128; for half_wgmma, 256 columns where its rounds of tiles (one
+    a Hopper SM at a time) take less time than 128 columns' rounds, each round
+    of 256-wide tiles costing WIDE_TILE_COST of a round of 128-wide ones: it
+    keeps a last round that would leave most SMs idle from deciding (512 x
+    11008: 172 tiles of 256 columns, two rounds, against three rounds of 128).
+    half_mma's blocks are 128 wide: three stages of 128 x 256 would pass the 99
+    KB of shared memory an sm_86 or sm_89 block may have."""
     bm = 64 if p.M <= 64 else 128
     if not wgmma:
         return bm, 128
-    tiles_m, tiles_n = p.tiles(bm, 256)
-    return bm, 256 if tiles_m * tiles_n * p.batch >= HOPPER_SMS else 128
+
+    def rounds(bn: int) -> int:
+        tiles_m, tiles_n = p.tiles(bm, bn)
+        return -(-tiles_m * tiles_n * p.batch // HOPPER_SMS)
+
+    return bm, 256 if rounds(256) * WIDE_TILE_COST < rounds(128) else 128
 
 
 def half_k_splits(p: Plan, bm: int, bn: int, sms: int = HOPPER_SMS) -> int:
