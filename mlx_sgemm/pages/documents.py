@@ -36,6 +36,7 @@ JOURNEY = {
     "half-suite": half_precision.suite_table,
     "half-bandwidth": half_precision.weight_bandwidth,
     "half-gemv-kernel": half_precision.gemv_kernel_table,
+    "half-kernel-times": half_precision.kernel_times_table,
     "models": models_table.block,
 }
 NOTEBOOK = {

@@ -2,10 +2,13 @@
 operands against the issue's targets (benchmarks/shape_suite.py --dtype), the
 bytes of W the few-row products read per second
 (benchmarks/half_precision.py, ``half-precision-*.csv``), and half_gemv alone
-against MLX's GEMV (benchmarks/ncu_small_m.py, ``half-gemv-kernel-*.csv``)."""
+against MLX's GEMV (benchmarks/ncu_small_m.py, ``half-gemv-kernel-*.csv``), and
+the GPU time of the larger products' kernels against cuBLAS's
+(benchmarks/half_kernel_times.py, ``half-kernel-times-*.csv``)."""
 
 from __future__ import annotations
 
+import re
 import statistics
 from pathlib import Path
 
@@ -104,4 +107,50 @@ def _gemv_kernel_run(path: Path, rows: list[dict]) -> str:
         theirs = (f"{float(mlx[0]['median_us']):.1f} us | {float(mlx[0]['dram_pct']):.0f}%" if mlx else "- | -")
         lines.append(f"| {shape_text(m, n, k)} | {'`x @ W.T`' if layout == 'transposed' else 'row-major'} "
                      f"| {float(ours[0]['median_us']):.1f} us | {float(ours[0]['dram_pct']):.0f}% | {theirs} |")
+    return "\n".join(lines)
+
+
+# cuBLAS's Hopper kernels name their tile and cluster: nvjet_sm90_tst_128x128_64x6_2x1_...
+_CUBLAS_TILE = re.compile(r"_(\d+x\d+)_\d+x\d+_(\d+)x(\d+)_")
+
+
+def cublas_tile(names: str) -> str:
+    """"128x128, clusters of 2" from a cuBLAS kernel's name (its tile and
+    thread-block cluster), or "" where the name says neither."""
+    found = _CUBLAS_TILE.search(names)
+    if not found:
+        return ""
+    tile, cluster = found[1], int(found[2]) * int(found[3])
+    return f"{tile}, clusters of {cluster}" if cluster > 1 else tile
+
+
+def kernel_times_table() -> str:
+    """The larger half products' kernels on the GPU (CUPTI, the median of 12
+    evaluations, W never in L2), the newest run of each GPU: cuBLAS's (with
+    its tile), matmul's choice and each half_wgmma block timed."""
+    runs = newest_by_device("half-kernel-times-*.csv")  # newest first
+    if not runs:
+        return "No run of the half products' kernels is recorded yet (`benchmarks/half_kernel_times.py`)."
+    return "\n\n".join(_kernel_times_run(path, read_rows(path)) for path in runs.values())
+
+
+def _kernel_times_run(path: Path, rows: list[dict]) -> str:
+    blocks = list(dict.fromkeys(r["kernel"] for r in rows if r["kernel"].startswith("wgmma:")))
+    lines = [f"{rows[0]['device']}, {rows[0]['dtype']} `x @ W.T`, the GPU time of a product's kernels, "
+             f"`{path.name}` (x cuBLAS: its time over ours):", "",
+             "| M x N x K | cuBLAS (its tile) | `matmul` | " + " | ".join(
+                 f"`half_wgmma` {b.removeprefix('wgmma:')}" for b in blocks) + " |",
+             "|---|---:|---:|" + "---:|" * len(blocks)]
+    for shape in dict.fromkeys((int(r["M"]), int(r["N"]), int(r["K"])) for r in rows):
+        mine = {r["kernel"]: r for r in rows if (int(r["M"]), int(r["N"]), int(r["K"])) == shape}
+        if "mx" not in mine or "ours" not in mine:
+            continue
+        mx_row = mine["mx"]
+        tile = cublas_tile(mx_row["kernel_names"])
+
+        def cell(kernel):
+            row = mine.get(kernel)
+            return "-" if row is None else f"{float(row['median_us']):.1f} us ({ratio(float(row['x_mx']))})"
+        lines.append(f"| {shape_text(*shape)} | {float(mx_row['median_us']):.1f} us{f' ({tile})' if tile else ''} "
+                     f"| {cell('ours')} | " + " | ".join(cell(b) for b in blocks) + " |")
     return "\n".join(lines)

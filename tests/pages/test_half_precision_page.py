@@ -55,3 +55,32 @@ def test_the_bandwidth_table_is_a_tokens_products(tmp_path, monkeypatch):
     table = half_precision.weight_bandwidth()
     assert table.count("| bfloat16 |") == 1
     assert "| bfloat16 | 1x14336x4096 | `small_m_wide[4x128]/1` | 3,000 GB/s (62% of the GPU's) | 3,500 GB/s |" in table
+
+
+KERNEL_TIME_COLUMNS = ["device", "mlx_version", "date", "commit", "dtype", "M", "N", "K", "kernel", "median_us",
+                       "least_us", "tflops", "x_mx", "kernel_names"]
+
+
+def kernel_time(m, kernel, us, x_mx, names="custom_kernel_sgemm_half_wgmma"):
+    return dict(device="Fake H200", mlx_version="0.32.4", date="2026-11-28", commit="abc", dtype="bfloat16", M=m,
+                N=4096, K=4096, kernel=kernel, median_us=us, least_us=us, tflops=1.0, x_mx=x_mx, kernel_names=names)
+
+
+def test_the_kernel_times_table_sets_each_block_beside_cublas(tmp_path, monkeypatch):
+    monkeypatch.setattr(results, "recorded_directories", lambda: [tmp_path])
+    assert "No run of the half products' kernels" in half_precision.kernel_times_table()
+    write(tmp_path / "half-kernel-times-2026-11-28-fake.csv", KERNEL_TIME_COLUMNS,
+          [kernel_time(512, "mx", 24.0, 1.0, "nvjet_sm90_tst_128x128_64x6_2x1_v_bz_TNT"),
+           kernel_time(512, "ours", 32.0, 0.75), kernel_time(512, "wgmma:128x256", 48.0, 0.5),
+           kernel_time(128, "mx", 13.0, 1.0, "cutlass_gemm_kernel"), kernel_time(128, "ours", 26.0, 0.5)])
+    table = half_precision.kernel_times_table()
+    assert "Fake H200, bfloat16 `x @ W.T`" in table and "`half-kernel-times-2026-11-28-fake.csv`" in table
+    assert "| M x N x K | cuBLAS (its tile) | `matmul` | `half_wgmma` 128x256 |" in table
+    assert "| 512x4096x4096 | 24.0 us (128x128, clusters of 2) | 32.0 us (0.75x) | 48.0 us (0.50x) |" in table
+    assert "| 128x4096x4096 | 13.0 us | 26.0 us (0.50x) | - |" in table  # a name without a tile; a block not timed
+
+
+def test_cublas_tiles_are_read_from_its_kernel_names():
+    assert half_precision.cublas_tile("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT") == "256x128, clusters of 2"
+    assert half_precision.cublas_tile("nvjet_sm90_tst_64x64_64x13_1x1_v_bz_TNT") == "64x64"
+    assert half_precision.cublas_tile("void mlx::core::cu::gemv_single<__nv_bfloat16, 8, 4>") == ""
