@@ -29,8 +29,6 @@ SHAPES = ("128,4096,4096", "512,4096,4096", "512,11008,4096", "512,4096,11008", 
 KERNELS = ("mx", "ours", "wgmma:128x128", "wgmma:128x256", "wgmma:64x256")
 EVALUATIONS = 12
 WEIGHT_BYTES = 256 * 2**20
-COLUMNS = ("device", "mlx_version", "date", "commit", "dtype", "M", "N", "K", "kernel", "median_us", "least_us",
-           "tflops", "x_mx", "kernel_names")
 
 
 def evaluation_times(events: list[dict], evaluations: int) -> list[float]:
@@ -86,7 +84,7 @@ def main(argv=None) -> int:
 
     import mlx.core as mx
 
-    from mlx_sgemm.bench import measure
+    from mlx_sgemm.bench import measure, results
     from mlx_sgemm.dispatch import device
 
     if device.backend() != device.CUDA:
@@ -126,16 +124,7 @@ def main(argv=None) -> int:
             rows.append(row)
             print(f"  {name:16s} {median:8.2f} us (least {min(times):.2f})  {row['tflops']:6.1f} TFLOP/s  "
                   f"x mx {row['x_mx'] or '-'}  {row['kernel_names'][:90]}", flush=True)
-    if args.csv:
-        import csv
-
-        new = not os.path.exists(args.csv)
-        with open(args.csv, "a", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=COLUMNS)
-            if new:
-                writer.writeheader()
-            writer.writerows(rows)
-    return 0
+    return 0 if not args.csv or results.append_rows(rows, args.csv) else 1
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ inside one evaluation, timing.one_at_a_time).
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
 import os
 import sys
@@ -102,7 +101,7 @@ def main(argv=None) -> int:
 
     import mlx.core as mx
 
-    from mlx_sgemm.bench import timing
+    from mlx_sgemm.bench import results, timing
     from mlx_sgemm.dispatch import device
 
     if device.backend() == device.CPU_FALLBACK:
@@ -119,20 +118,7 @@ def main(argv=None) -> int:
     worst = min(rows, key=lambda r: r["ratio"])
     print(f"lowest ratio {worst['ratio']:.2f} at {worst['dtype']} {worst['M']}x{worst['N']}x{worst['K']}; "
           f"{sum(r['ratio'] >= 0.8 for r in rows)}/{len(rows)} shapes at >= 0.8x")
-    if args.csv:
-        new = not os.path.exists(args.csv)
-        if not new:
-            with open(args.csv, newline="") as f:
-                header = next(csv.reader(f), None)
-            if header != list(rows[0]):
-                print(f"{args.csv} has other columns ({header}): not appended; name a new file")
-                return 1
-        with open(args.csv, "a", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            if new:
-                writer.writeheader()
-            writer.writerows(rows)
-    return 0
+    return 0 if not args.csv or results.append_rows(rows, args.csv) else 1
 
 
 if __name__ == "__main__":

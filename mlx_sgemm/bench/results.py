@@ -8,6 +8,7 @@ shows the newest of them.
 from __future__ import annotations
 
 import csv
+import os
 import re
 from pathlib import Path
 
@@ -72,6 +73,25 @@ def write_table(rows: list[dict], path: str | Path | None, *, echo: bool = True)
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+
+
+def append_rows(rows: list[dict], path: str | Path) -> bool:
+    """Append a benchmark script's rows to the CSV at ``path`` (a header first
+    where it is new), the first row's keys as columns; False, with nothing
+    written and a line saying so, where the file holds other columns."""
+    new = not os.path.exists(path)
+    if not new:
+        with open(path, newline="") as f:
+            header = next(csv.reader(f), None)
+        if header != list(rows[0]):
+            print(f"{path} has other columns ({header}): not appended; name a new file")
+            return False
+    with open(path, "a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        if new:
+            writer.writeheader()
+        writer.writerows(rows)
+    return True
 
 
 def read_csv(path: Path) -> list[dict]:

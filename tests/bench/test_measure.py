@@ -177,3 +177,14 @@ def test_tf32_rows_compare_with_cublas_tf32_timed_beside_them():
     assert tf32[measure.BASELINE].error > 1e-6 > f32[measure.BASELINE].error
     assert tf32["matmul"].x_matmul == pytest.approx(tf32[measure.BASELINE].seconds / tf32["matmul"].seconds)
     assert f32["matmul"].error < 1e-6
+
+
+def test_rows_are_appended_under_the_files_columns_only(tmp_path):
+    from mlx_sgemm.bench import results
+
+    path = tmp_path / "run.csv"
+    assert results.append_rows([{"a": 1, "b": 2}], path)
+    assert results.append_rows([{"a": 3, "b": 4}], path)
+    assert path.read_text().splitlines() == ["a,b", "1,2", "3,4"]
+    assert not results.append_rows([{"a": 5, "c": 6}], path)  # other columns: nothing written
+    assert path.read_text().splitlines() == ["a,b", "1,2", "3,4"]
