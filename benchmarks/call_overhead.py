@@ -68,7 +68,7 @@ def main() -> int:
         choose = kernel_choice.chooser("float32")
         ops.matmul(a, b)  # matmul's compiled function for this shape, as a call finds it
         matmul_compiled = ops._compiled(choose, device.CUDA, None, True, False, a.shape, b.shape,
-                                        tuning_cache.generation(), launcher.poisoned())
+                                        tuning_cache.generation(), launcher.poisoned(), device.current_stream())
 
         def no_ops(x, y):
             for _ in range(4):

@@ -8,8 +8,11 @@ process of its own (MLX reads MLX_ENABLE_TF32 once, at import):
 
 * ``prefill``: one forward pass over a prompt of ``--prompt`` tokens into a
   fresh KV cache; ``decode``: ``--steps`` greedy steps through the cache after
-  such a prompt, each evaluated before the next (the time per step). Both
-  timed for the swapped model and the unmodified one (the same weights), in
+  such a prompt, each evaluated before the next (the time per step);
+  ``generate``: ``--steps`` tokens after such a prompt as ``mlx_lm.generate``
+  makes them (mlx-lm's ``generate_step``: each step's graph built while the
+  step before runs, ``mx.async_eval``, on mlx-lm's generation stream; the time
+  per token). Each timed for the swapped model and the unmodified one (the same weights), in
   alternating rounds, the median round reported; ratio = MLX's time / ours.
   float32 runs compare at equal precision: ``precision="float32"`` layers
   against MLX with ``MLX_ENABLE_TF32=0`` (cuBLAS SGEMM), ``precision="tf32"``
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
+import importlib
 import json
 import os
 import statistics
@@ -85,7 +89,21 @@ def _speed(args) -> list[dict]:
 
         return seconds
 
-    for phase, make, count in (("prefill", prefill, args.prompt), ("decode", decode, 1)):
+    def generate(model):
+        generate_step = importlib.import_module("mlx_lm.generate").generate_step
+
+        def seconds():  # a token's, of --steps after the prompt's first
+            made = generate_step(tokens[0], model, max_tokens=args.steps + 1)
+            next(made)  # the prompt through the model, its first token out
+            start = time.perf_counter()
+            for _ in made:
+                pass
+            return (time.perf_counter() - start) / args.steps
+
+        return seconds
+
+    for phase, make, count in (("prefill", prefill, args.prompt), ("decode", decode, 1),
+                               ("generate", generate, 1)):
         times = {"ours": [], "mlx": []}
         fns = {"ours": make(ours), "mlx": make(theirs)}
         for fn in fns.values():  # warm-up: compiles, allocates

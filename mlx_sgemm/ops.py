@@ -315,10 +315,14 @@ def _run(choose, a, b, stream, pad: bool = False, float32_out: bool = False) -> 
     """``a @ b`` on the kernel ``choose`` picks (see :func:`_forward` for ``pad``
     and ``float32_out``), checked, built and compiled once per call shape."""
     stream = device.canonical(stream)  # what the caches below are keyed by
+    # MLX's compile keeps a recording per default stream and traces anew under
+    # another (mlx-lm generates on a stream of its own), so the compiled
+    # function is made, and recorded, per default stream as well (_compiled).
+    current = device.current_stream()
     if type(a) is mx.array and type(b) is mx.array:
         # Only calls that passed the checks below are remembered: a key with
         # any other dtype is never found.
-        key = (choose, stream, pad, float32_out, a.shape, b.shape, a.dtype, b.dtype)
+        key = (choose, stream, current, pad, float32_out, a.shape, b.shape, a.dtype, b.dtype)
         seen = _calls.get(key)
         if seen is not None and seen[0] == _call_state(stream):
             return seen[1](a, b)
@@ -329,10 +333,11 @@ def _run(choose, a, b, stream, pad: bool = False, float32_out: bool = False) -> 
         plan(a.shape, b.shape)  # shape errors before anything is built
         return _differentiable(choose, backend, stream, pad, float32_out)(a, b)
     fn = _compiled(choose, backend, stream, pad, float32_out, a.shape, b.shape, tuning_cache.generation(),
-                   launcher.poisoned(), dtypes=(a.dtype, b.dtype))
+                   launcher.poisoned(), current, dtypes=(a.dtype, b.dtype))
     if len(_calls) >= MAX_CALLS:
         _calls.clear()
-    _calls[(choose, stream, pad, float32_out, a.shape, b.shape, a.dtype, b.dtype)] = (_call_state(stream), fn)
+    _calls[(choose, stream, current, pad, float32_out, a.shape, b.shape, a.dtype, b.dtype)] = (
+        _call_state(stream), fn)
     return fn(a, b)
 
 
@@ -363,7 +368,10 @@ def _compiled(choose, backend: str, stream, pad: bool, float32_out: bool, a_shap
     MLX keeps a function's compiled graphs in one list that every call scans.
     The graph holds what the Python decided while it was traced (the kernel,
     the autotuner's entries in use, poisoned outputs), so ``depends_on`` names
-    those (tuning.generation(), the poison flag). Shape errors are raised here,
+    those (tuning.generation(), the poison flag), and the default stream of
+    the calls it serves: MLX keeps a recording per default stream, and one
+    made after the first (by a call on mlx-lm's generation stream, say) would
+    be of the custom function, three nodes more a call. Shape errors are raised here,
     before anything is traced, and an empty product (no kernel) is not compiled.
     """
     p = plan(a_shape, b_shape)

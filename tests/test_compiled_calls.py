@@ -134,3 +134,21 @@ def test_with_compile_disabled(fake_cuda):
         assert np.allclose(got, mx.grad(lambda x: mx.matmul(x, b).sum())(a), atol=1e-5)
     finally:
         mx.enable_compile()
+
+
+def test_calls_on_another_default_stream_replay_the_plain_recording(fake_cuda, monkeypatch):
+    """MLX's compile traces a function anew under a default stream it has not
+    recorded it for (mlx-lm generates on a stream of its own). Such a call
+    must replay a recording of the kernel alone, as the default stream's calls
+    do, not of the custom function (whose forward stops the operands' gradients)."""
+    a, b = operands((5, 7), (7, 3))
+    product = product_of(a, b)
+    calls_that_ran_the_python(fake_cuda, product)
+    stopped = []
+    stop_gradient = mx.stop_gradient
+    monkeypatch.setattr(mx, "stop_gradient", lambda x: stopped.append(x) or stop_gradient(x))
+    with mx.stream(mx.new_stream(mx.default_device())):
+        calls_that_ran_the_python(fake_cuda, product)
+        assert calls_that_ran_the_python(fake_cuda, product) == 0
+    assert stopped == []
+    assert calls_that_ran_the_python(fake_cuda, product) == 0  # the default stream's recording is kept

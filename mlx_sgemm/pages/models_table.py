@@ -15,7 +15,9 @@ from ..bench import results
 GLOB = "models-*.csv"
 COLUMNS = ("date", "device", "mlx", "commit", "model", "dtype", "precision", "phase", "tokens", "ours_s", "mlx_s",
            "ratio")
-RATIO_PHASES = ("prefill", "decode")  # ratio = mlx_s / ours_s: > 1, ours is faster
+# ratio = mlx_s / ours_s: > 1, ours is faster. generate: decode as mlx_lm.generate
+# runs it (the next step built while one runs); runs before it have none.
+RATIO_PHASES = ("prefill", "decode", "generate")
 LATENCY_PHASES = (("first forward", "first_forward_new_process", "first_forward_cached"),
                   ("first decode", "first_decode_new_process", "first_decode_cached"))
 NONE_YET = ("No run of real models is recorded yet (`benchmarks/model_speed.py` records one as "

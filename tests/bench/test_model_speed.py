@@ -21,9 +21,9 @@ def tiny(**kwargs):
                                  prompt=4, steps=2, rounds=1, repeats=1, side=None, **kwargs)
 
 
-def test_prefill_and_decode_rows(model_speed):
+def test_prefill_decode_and_generate_rows(model_speed):
     rows = model_speed._speed(tiny())
-    assert [r["phase"] for r in rows] == ["prefill", "decode"]
+    assert [r["phase"] for r in rows] == ["prefill", "decode", "generate"]
     assert all(r["ours_s"] > 0 and r["mlx_s"] > 0 for r in rows)
 
 

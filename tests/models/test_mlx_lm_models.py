@@ -84,6 +84,26 @@ def test_decoding_through_the_kv_cache_matches_at_every_step(architecture, dtype
     assert max(gaps) <= TOLERANCE[dtype], f"worst step {int(np.argmax(gaps))}: {max(gaps):.2e}"
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_mlx_lms_generation_loop_runs_the_swapped_model(dtype, backend):
+    """mlx-lm's own loop, as ``mlx_lm.generate`` runs a model (``generate_step``):
+    the prompt, then each token's step built while the one before runs
+    (``mx.async_eval``), on mlx-lm's generation stream. The unmodified model,
+    fed the tokens it picked, gives the same log-probabilities at every step."""
+    generate = pytest.importorskip("mlx_lm.generate")
+    steps = 8
+    model = models.build("llama", DTYPES[dtype])
+    tokens = models.prompt(model, batch=1, length=11)
+    made = list(generate.generate_step(tokens[0], swapped(models.build("llama", DTYPES[dtype])), max_tokens=steps))
+    assert len(made) == steps
+    fed = [mx.array([[token]]) for token, _ in made]
+    theirs, _ = models.decode(model, tokens, steps - 1, feed=fed[:-1])
+    for step, ((token, logprobs), logits) in enumerate(zip(made, theirs)):
+        reference = logits[0] - mx.logsumexp(logits[0])
+        assert token == int(mx.argmax(logprobs)), f"step {step}: not the greedy token"
+        assert relative_gap(logprobs, reference) <= TOLERANCE[dtype], f"step {step}"
+
+
 @pytest.mark.parametrize("precision", ["float32", "tf32"])
 def test_precision_reaches_the_model_layers(precision, backend):
     model = swapped(models.build("llama"), precision=precision)

@@ -29,7 +29,7 @@ def test_no_run_is_one_line(tmp_path):
 
 def test_a_row_per_model_dtype_and_precision(tmp_path):
     write(tmp_path / "models-2026-11-28-h100.csv", [
-        row("prefill", 0.010, 0.021), row("decode", 0.002, 0.0025),
+        row("prefill", 0.010, 0.021), row("decode", 0.002, 0.0025), row("generate", 0.002, 0.0019),
         row("first_forward_new_process", 3.5, 0.5), row("first_forward_cached", 0.4, 0.3),
         row("first_decode_new_process", 1.25, 0.2), row("first_decode_cached", 0.05, 0.04),
         row("prefill", 0.010, 0.012, precision="tf32"),
@@ -38,9 +38,10 @@ def test_a_row_per_model_dtype_and_precision(tmp_path):
     lines = text.splitlines()
     assert "models-2026-11-28-h100.csv" in text and "commit `abc1234`" in text
     (f32,) = [line for line in lines if "| float32 | float32 |" in line]
-    assert "| 2.10x | 1.25x | 3.50 s (500.0 ms) / 400.0 ms (300.0 ms) | 1.25 s (200.0 ms) / 50.0 ms (40.0 ms) |" in f32
+    assert ("| 2.10x | 1.25x | 0.95x | 3.50 s (500.0 ms) / 400.0 ms (300.0 ms) | 1.25 s (200.0 ms) / 50.0 ms (40.0 ms) |"
+            in f32)
     (tf32,) = [line for line in lines if "| tf32 |" in line]
-    assert "| 1.20x | - | - / - | - / - |" in tf32
+    assert "| 1.20x | - | - | - / - | - / - |" in tf32  # a run without decode or generate
     assert "MLX_ENABLE_TF32=0" in text
 
 
