@@ -45,7 +45,7 @@ class _OurProduct:
     _path: str | None = None
 
     def _use_kernel(self, kernel: str, deterministic: bool = False, precision: str = "float32"):
-        self._product = ops.op_by_name(kernel, precision=precision, deterministic=deterministic)
+        self._product = ops.layer_product(kernel, precision=precision, deterministic=deterministic)
         self.kernel = kernel
         self.deterministic = deterministic
         self.precision = precision

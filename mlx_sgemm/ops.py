@@ -432,16 +432,41 @@ STAGE_OPS = {
 KERNELS = ("matmul", *STAGE_OPS)
 
 
+def _checked_name(kernel: str, precision: str, deterministic: bool) -> None:
+    kernel_choice.check_precision(precision)
+    check_bool(deterministic, "deterministic")
+    if kernel != "matmul" and kernel not in STAGE_OPS:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+
+
 def op_by_name(kernel: str, precision: str = "float32", deterministic: bool = False):
     """The op called ``kernel``: "matmul" (at ``precision``, ``deterministic``
     or not) or a stage name (one kernel each: always batch-invariant)."""
-    kernel_choice.check_precision(precision)
-    check_bool(deterministic, "deterministic")
+    _checked_name(kernel, precision, deterministic)
     if kernel == "matmul":
         return functools.partial(matmul, precision=precision, deterministic=deterministic)
-    if kernel in STAGE_OPS:
-        return STAGE_OPS[kernel]
-    raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    return STAGE_OPS[kernel]
+
+
+def layer_product(kernel: str, precision: str = "float32", deterministic: bool = False):
+    """``(x, w) -> x @ w`` on the default stream, as :func:`op_by_name`'s op
+    computes it, its arguments checked here, once: a layer's product
+    (mlx_sgemm.nn). A decode step makes ~30 of them and is bound by the host's
+    time (docs/performance-log.md, "A bfloat16 decode step, kernel by kernel"),
+    where the op's checks, its chooser's lookup and a partial's keywords are
+    a fifth of matmul's Python."""
+    _checked_name(kernel, precision, deterministic)
+    if kernel != "matmul":
+        choose, pad = _stage_kernel(kernel), False
+    elif deterministic:
+        choose, pad = kernel_choice.deterministic_chooser(precision), False
+    else:
+        choose, pad = kernel_choice.chooser(precision), True
+
+    def product(x: mx.array, w: mx.array) -> mx.array:
+        return _run(choose, x, w, None, pad)
+
+    return product
 
 
 def matmul(

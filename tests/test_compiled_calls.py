@@ -152,3 +152,18 @@ def test_calls_on_another_default_stream_replay_the_plain_recording(fake_cuda, m
         assert calls_that_ran_the_python(fake_cuda, product) == 0
     assert stopped == []
     assert calls_that_ran_the_python(fake_cuda, product) == 0  # the default stream's recording is kept
+
+
+@pytest.mark.parametrize("kernel, precision, deterministic", [
+    ("matmul", "float32", False), ("matmul", "tf32", False), ("matmul", "float32", True), ("tile_async", "float32", False),
+])
+def test_a_layers_product_is_the_named_ops_call(fake_cuda, kernel, precision, deterministic):
+    """mlx_sgemm.nn's layers take ops.layer_product, the named op with its
+    arguments checked once: after the op's calls, the layer's find the same
+    compiled call (the same kernel choice, padding and stream) and trace nothing."""
+    x, w = operands((3, 1000), (500, 1000))  # rows of 1000 floats: matmul pads them, the others do not
+    op, layer = (lambda: ops.op_by_name(kernel, precision, deterministic)(x, w.T),
+                 lambda: ops.layer_product(kernel, precision, deterministic)(x, w.T))
+    op.expected = layer.expected = mx.matmul(x, w.T)
+    assert calls_that_ran_the_python(fake_cuda, op) >= 1
+    assert calls_that_ran_the_python(fake_cuda, layer) == 0
