@@ -456,12 +456,7 @@ def layer_product(kernel: str, precision: str = "float32", deterministic: bool =
     where the op's checks, its chooser's lookup and a partial's keywords are
     a fifth of matmul's Python."""
     _checked_name(kernel, precision, deterministic)
-    if kernel != "matmul":
-        choose, pad = _stage_kernel(kernel), False
-    elif deterministic:
-        choose, pad = kernel_choice.deterministic_chooser(precision), False
-    else:
-        choose, pad = kernel_choice.chooser(precision), True
+    choose, pad = _matmul_choice(precision, deterministic) if kernel == "matmul" else (_stage_kernel(kernel), False)
 
     def product(x: mx.array, w: mx.array) -> mx.array:
         return _run(choose, x, w, None, pad)
@@ -499,9 +494,16 @@ def matmul(
     """
     kernel_choice.check_precision(precision)
     check_bool(deterministic, "deterministic")
+    choose, pad = _matmul_choice(precision, deterministic)
+    return _run(choose, a, b, stream, pad)
+
+
+def _matmul_choice(precision: str, deterministic: bool) -> tuple:
+    """(choose, pad) of matmul: the heuristic or the autotuner's pick, its
+    operands padded to aligned rows; deterministic, one kernel, as they are."""
     if deterministic:
-        return _run(kernel_choice.deterministic_chooser(precision), a, b, stream)
-    return _run(kernel_choice.chooser(precision), a, b, stream, pad=True)
+        return kernel_choice.deterministic_chooser(precision), False
+    return kernel_choice.chooser(precision), True
 
 
 def gemm(
