@@ -12,8 +12,9 @@ process of its own (MLX reads MLX_ENABLE_TF32 once, at import):
   ``generate``: ``--steps`` tokens after such a prompt as ``mlx_lm.generate``
   makes them (mlx-lm's ``generate_step``: each step's graph built while the
   step before runs, ``mx.async_eval``, on mlx-lm's generation stream; the time
-  per token). Each timed for the swapped model and the unmodified one (the same weights), in
-  alternating rounds, the median round reported; ratio = MLX's time / ours.
+  per token). Each timed for the swapped model and the unmodified one (the
+  same weights), in alternating rounds, the median round reported; ratio =
+  MLX's time / ours.
   float32 runs compare at equal precision: ``precision="float32"`` layers
   against MLX with ``MLX_ENABLE_TF32=0`` (cuBLAS SGEMM), ``precision="tf32"``
   layers against MLX's default (TF32 cuBLAS); bfloat16 layers against MLX's

@@ -155,7 +155,8 @@ def test_calls_on_another_default_stream_replay_the_plain_recording(fake_cuda, m
 
 
 @pytest.mark.parametrize("kernel, precision, deterministic", [
-    ("matmul", "float32", False), ("matmul", "tf32", False), ("matmul", "float32", True), ("tile_async", "float32", False),
+    ("matmul", "float32", False), ("matmul", "tf32", False), ("matmul", "float32", True),
+    ("tile_async", "float32", False),
 ])
 def test_a_layers_product_is_the_named_ops_call(fake_cuda, kernel, precision, deterministic):
     """mlx_sgemm.nn's layers take ops.layer_product, the named op with its

@@ -147,10 +147,11 @@ def _kernel_times_run(path: Path, rows: list[dict]) -> str:
             continue
         mx_row = mine["mx"]
         tile = cublas_tile(mx_row["kernel_names"])
-
-        def cell(kernel):
-            row = mine.get(kernel)
-            return "-" if row is None else f"{float(row['median_us']):.1f} us ({ratio(float(row['x_mx']))})"
         lines.append(f"| {shape_text(*shape)} | {float(mx_row['median_us']):.1f} us{f' ({tile})' if tile else ''} "
-                     f"| {cell('ours')} | " + " | ".join(cell(b) for b in blocks) + " |")
+                     f"| {_time_cell(mine.get('ours'))} | "
+                     + " | ".join(_time_cell(mine.get(b)) for b in blocks) + " |")
     return "\n".join(lines)
+
+
+def _time_cell(row: dict | None) -> str:
+    return "-" if row is None else f"{float(row['median_us']):.1f} us ({ratio(float(row['x_mx']))})"
