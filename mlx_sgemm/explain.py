@@ -340,16 +340,15 @@ def explain(
                              + (", two blocks an SM: blocks enough to overlap their ends" if how.spec.min_blocks > 1
                                 else ", a block an SM"))
             if how.k_splits > 1:
-                tiles = math.prod(padded.tiles(how.spec.block_m, how.spec.block_n)) * padded.batch
+                tiles = padded.tile_count(how.spec.block_m, how.spec.block_n)
                 chosen_by += (f"; K split {how.k_splits} ways: {tiles} output tiles alone would leave "
                               f"most of the GPU's SMs idle")
     spec = how.spec
     threads = spec.threadgroup[0] * spec.threadgroup[1] * spec.threadgroup[2]
-    tiles_m, tiles_n = p.tiles(spec.block_m, spec.block_n)
     parameters = {
         "block": f"{spec.block_m}x{spec.block_n}", "threads": threads,
         **dict(_parameter(k, v) for k, v in spec.template),
-        "blocks": tiles_m * tiles_n * p.batch * how.k_splits,
+        "blocks": p.tile_count(spec.block_m, spec.block_n) * how.k_splits,
     }
     if spec.persistent:  # a block an SM or so, each walking its matrix's tiles
         parameters["tiles"] = parameters["blocks"]

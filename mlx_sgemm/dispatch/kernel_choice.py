@@ -188,8 +188,7 @@ def k_splits(backend: str, spec: specs.KernelSpec, p: Plan) -> int:
     """
     if backend != device.CUDA or spec.source_file != "tile_wgmma.cu":
         return 1
-    tiles_m, tiles_n = p.tiles(spec.block_m, spec.block_n)
-    return _splits_filling(p, tiles_m * tiles_n * p.batch)
+    return _splits_filling(p, p.tile_count(spec.block_m, spec.block_n))
 
 
 def _splits_filling(p: Plan, tiles: int, k_tile: int = 32, sms: int = HOPPER_SMS) -> int:
@@ -553,8 +552,7 @@ def half_gemv(p: Plan, element: str, output: str) -> specs.KernelSpec:
     there are enough of them (H200, Nsight Compute: 1x14336x4096 in 35-37 us
     against 45-60 with 16 warps a block; 8x4096x14336 `x @ W.T`, 128 blocks,
     36 us against 39 with 8)."""
-    tiles_m, tiles_n = p.tiles(8, 32)
-    wide = tiles_m * tiles_n * p.batch >= 2 * _multiprocessors()
+    wide = p.tile_count(8, 32) >= 2 * _multiprocessors()
     return _half_gemv_spec(element, output, *(specs.HALF_GEMV_WIDE if wide else specs.HALF_GEMV_NARROW))
 
 
@@ -591,8 +589,7 @@ def half_block(p: Plan, wgmma: bool = True) -> tuple[int, int]:
         return bm, 128
 
     def rounds(bn: int) -> int:
-        tiles_m, tiles_n = p.tiles(bm, bn)
-        return -(-tiles_m * tiles_n * p.batch // HOPPER_SMS)
+        return -(-p.tile_count(bm, bn) // HOPPER_SMS)
 
     return bm, 256 if rounds(256) * WIDE_TILE_COST < rounds(128) else 128
 
@@ -601,8 +598,7 @@ def half_k_splits(p: Plan, bm: int, bn: int, sms: int = HOPPER_SMS) -> int:
     """K splits for a half tensor-core kernel on a GPU of ``sms`` SMs: where the
     output's tiles fill less than half of them and K is long, as many as fill
     them (each split at least MIN_SPLIT_K)."""
-    tiles_m, tiles_n = p.tiles(bm, bn)
-    tiles = tiles_m * tiles_n * p.batch
+    tiles = p.tile_count(bm, bn)
     return 1 if 2 * tiles >= sms else _splits_filling(p, tiles, specs.HALF_K_TILE, sms)
 
 

@@ -116,6 +116,11 @@ class Plan:
     def tiles(self, block_m: int, block_n: int) -> tuple[int, int]:
         return -(-self.M // block_m), -(-self.N // block_n)
 
+    def tile_count(self, block_m: int, block_n: int) -> int:
+        """The output's tiles of block_m x block_n, over every batch entry."""
+        tiles_m, tiles_n = self.tiles(block_m, block_n)
+        return tiles_m * tiles_n * self.batch
+
     def params(self, block_m: int, block_n: int, k_splits: int = 1, k_tile: int = 32) -> list[int]:
         """The ``params`` input for a kernel whose threadgroups compute block_m x
         block_n in k-tiles of ``k_tile``, with K split ``k_splits`` ways (split-K:
