@@ -15,10 +15,8 @@ next, as benchmarks/model_speed.py times decode. Needs MLX's CUDA backend,
 mlx-lm and PyTorch (the GPU machine has them).
 """
 import collections
-import json
 import os
 import statistics
-import tempfile
 import time
 
 STEPS = 16
@@ -49,7 +47,7 @@ def main() -> int:
     import mlx.core as mx
 
     import mlx_sgemm
-    from mlx_sgemm.bench import models
+    from mlx_sgemm.bench import models, traces
 
     dtype = getattr(mx, os.environ.get("DT", "bfloat16"))
     theirs, ours = (models.build("llama", dtype, size="7b", layers=4) for _ in range(2))
@@ -71,11 +69,7 @@ def main() -> int:
         with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
             for _ in range(STEPS):
                 mx.eval(step())
-        path = os.path.join(tempfile.gettempdir(), f"decode_timeline_{os.getpid()}.json")
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            events = json.load(f)["traceEvents"]
-        summary = summarize(events, STEPS)
+        summary = summarize(traces.profiler_events(prof), STEPS)
         print(f"== {name}: wall {wall * 1e3:.3f} ms/step, build {statistics.median(build) * 1e3:.3f} ms, "
               f"kernels/step {summary['kernels_a_step']:.1f}, kernel time {summary['kernel_ms_a_step']:.3f} ms/step",
               flush=True)

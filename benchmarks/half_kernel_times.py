@@ -18,11 +18,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
-import os
 import statistics
 import sys
-import tempfile
 
 SHAPES = ("128,4096,4096", "512,4096,4096", "512,11008,4096", "512,4096,11008", "512,14336,4096",
           "2048,4096,4096")
@@ -84,14 +81,13 @@ def main(argv=None) -> int:
 
     import mlx.core as mx
 
-    from mlx_sgemm.bench import measure, results
+    from mlx_sgemm.bench import measure, results, traces
     from mlx_sgemm.dispatch import device
 
     if device.backend() != device.CUDA:
         print("needs MLX's CUDA backend")
         return 1
     dt = getattr(mx, args.dtype)
-    trace = os.path.join(tempfile.mkdtemp(), "trace.json")
     rows = []
     for shape in args.shapes:
         m, n, k = map(int, shape.split(","))
@@ -110,9 +106,7 @@ def main(argv=None) -> int:
                 for i in range(EVALUATIONS):
                     mx.eval(fn(a, weights[i % copies].T))
                     mx.synchronize()
-            prof.export_chrome_trace(trace)
-            with open(trace) as f:
-                events = json.load(f)["traceEvents"]
+            events = traces.profiler_events(prof)
             times = evaluation_times(events, EVALUATIONS)
             median = statistics.median(times)
             cublas = median if name == "mx" else cublas

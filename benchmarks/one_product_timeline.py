@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import sys
-import tempfile
 
 KERNEL_CATEGORY, SYNC = "kernel", "cudaEventSynchronize"
 OPS = ["matmul", "mx.matmul"]  # evaluated in this order, in turn
@@ -77,8 +75,9 @@ def main(argv=None) -> int:
     parser.add_argument("--csv", required=True)
     args = parser.parse_args(argv)
     if args.from_trace:
-        with open(args.from_trace) as f:
-            rows = summarize(json.load(f)["traceEvents"])
+        from mlx_sgemm.bench import traces
+
+        rows = summarize(traces.trace_events(args.from_trace))
         for row, name in zip(rows, OPS * len(rows)):
             row["op"] = name
         common = {"device": args.device_name, "M": args.size, "N": args.size, "K": args.size,
@@ -99,7 +98,7 @@ def measure(args) -> tuple[list[dict], dict]:
     import mlx.core as mx
 
     import mlx_sgemm
-    from mlx_sgemm.bench import timing
+    from mlx_sgemm.bench import timing, traces
     from mlx_sgemm.dispatch import device
 
     n = args.size
@@ -112,10 +111,7 @@ def measure(args) -> tuple[list[dict], dict]:
             for fn in ops.values():
                 mx.eval(fn())
                 mx.synchronize()
-    path = args.trace or os.path.join(tempfile.gettempdir(), f"one_product_timeline_{os.getpid()}.json")
-    prof.export_chrome_trace(path)  # the profiler's events as the trace has them
-    with open(path) as f:
-        rows = summarize(json.load(f)["traceEvents"])
+    rows = summarize(traces.profiler_events(prof, args.trace))
     for row, name in zip(rows, OPS * args.evaluations):
         row["op"] = name
         row["host_timed_median_us"] = round(host[name] * 1e6, 1)
