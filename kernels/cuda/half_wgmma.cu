@@ -47,7 +47,7 @@ using Ring = sgemm::BulkRing<STAGES, STAGE_BYTES, 2>;
 constexpr int PRODUCERS_BARRIER = 1;
 extern __shared__ int4 smem_int4[];
 __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
-__shared__ __align__(128) uint4 map_scratch[8];
+__shared__ __align__(128) uint4 map_scratch[2][8];  // A's map, B's
 
 const int tiles = params[sgemm::P_TILES_M] * params[sgemm::P_TILES_N];
 const int blocks_per_matrix = params[sgemm::P_BLOCKS_PER_MATRIX];
@@ -80,15 +80,19 @@ const bool b_tma = sgemm::has_tensor_map(b_map_words) && sgemm::is_16_byte_align
 float* const a_map = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(maps) + 127) / 128 * 128) +
                      2 * sgemm::TENSOR_MAP_WORDS * blockIdx.x;
 float* const b_map = a_map + sgemm::TENSOR_MAP_WORDS;
-if (threadIdx.x < 32) {
-  if (a_tma) sgemm::make_tensor_map(a_map, map_scratch, a_map_words, a_origin);
-  if (b_tma) sgemm::make_tensor_map(b_map, map_scratch, b_map_words, b_origin);
-}
-const Ring ring(smem_int4, full, empty);  // its block barrier also publishes the maps' slots
+// Warp 0 makes A's map and warp 1 B's, at once; the copying thread acquires
+// both after the ring's block barrier.
+if (threadIdx.x / 32 == 0 && a_tma) sgemm::publish_tensor_map(a_map, map_scratch[0], a_map_words, a_origin);
+if (threadIdx.x / 32 == 1 && b_tma) sgemm::publish_tensor_map(b_map, map_scratch[1], b_map_words, b_origin);
+const Ring ring(smem_int4, full, empty);
 
 const int warpgroup = threadIdx.x / 128;
 if (warpgroup == 0) {
   sgemm::registers_decrease<Ring::PRODUCER_REGISTERS>();
+  if (threadIdx.x == 0) {
+    if (a_tma) sgemm::acquire_tensor_map(a_map);
+    if (b_tma) sgemm::acquire_tensor_map(b_map);
+  }
   const uint32_t tma_bytes = (a_tma ? ATile::BYTES : 0) + (b_tma ? BTile::BYTES : 0);
   const bool all_tma = a_tma && b_tma;
   if (all_tma && threadIdx.x != 0) return;

@@ -145,7 +145,7 @@ const int warpgroup = threadIdx.x / 128;
 // (A) or N (B) apart, 16-byte aligned); this block's copies of the maps, with
 // its operands' addresses, go to its slots in the `maps` output.
 __shared__ __align__(8) uint64_t loaded[STAGES];  // stage s's TMA bytes have landed
-__shared__ __align__(128) uint4 map_scratch[8];
+__shared__ __align__(128) uint4 map_scratch[2][8];  // A's map, B's
 const int32_t* const a_map_words = params + sgemm::P_TENSOR_MAPS;
 // B's map: of its rows in 32-column panels if B is row-major, of B^T's rows
 // (K-major) if B is a transposed view (the third map in params).
@@ -166,11 +166,12 @@ float* const a_map = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(maps)
 float* const a_map = nullptr;
 #endif
 float* const b_map = a_map + sgemm::TENSOR_MAP_WORDS;
-if (threadIdx.x < 32) {  // one warp, the one whose thread 0 will copy
-  // The maps point at this batch entry's operands from k = 0 (split-K blocks
-  // copy from k0 on).
-  if (a_tma) sgemm::make_tensor_map(a_map, map_scratch, a_map_words, t.A.p - t.k0);
-  if (b_tma) sgemm::make_tensor_map(b_map, map_scratch, b_map_words, t.B.p - t.k0 * t.B.rs);
+// Warp 0 makes A's map and warp 1 B's, at once; thread 0, which copies,
+// acquires both after the block barrier below. The maps point at this batch
+// entry's operands from k = 0 (split-K blocks copy from k0 on).
+if (threadIdx.x / 32 == 0 && a_tma) sgemm::publish_tensor_map(a_map, map_scratch[0], a_map_words, t.A.p - t.k0);
+if (threadIdx.x / 32 == 1 && b_tma) {
+  sgemm::publish_tensor_map(b_map, map_scratch[1], b_map_words, t.B.p - t.k0 * t.B.rs);
 }
 if (threadIdx.x == 0) {
   saw_non_finite = 0;
@@ -180,6 +181,10 @@ if (threadIdx.x == 0) {
   }
 }
 __syncthreads();
+if (threadIdx.x == 0) {
+  if (a_tma) sgemm::acquire_tensor_map(a_map);
+  if (b_tma) sgemm::acquire_tensor_map(b_map);
+}
 float probe = 0.0f;  // NaN once this thread has seen an Inf or NaN
 
 if (warpgroup == 0) {

@@ -5,8 +5,9 @@ bulk tensor copies (``cp.async.bulk.tensor``) read, made by the CUDA driver.
 device address. So this module asks the driver (``cuTensorMapEncodeTiled``,
 through ctypes) for a map of the right shape with a stand-in address, once per
 shape, and the kernel writes its operand's address in (``tensormap.replace``,
-``sgemm::make_tensor_map`` in kernels/cuda/sgemm/tma.cuh) before its first copy. The
-maps travel in the kernel's ``params`` input (problem.TENSOR_MAPS).
+``sgemm::publish_tensor_map`` and ``acquire_tensor_map`` in kernels/cuda/sgemm/tma.cuh)
+before its first copy. The maps travel in the kernel's ``params`` input
+(problem.TENSOR_MAPS).
 """
 
 from __future__ import annotations

@@ -58,8 +58,12 @@ __device__ inline bool has_tensor_map(const int32_t* words) { return (words[0] |
 
 // Warp-wide (all 32 lanes): the map at `words` with `address` written in,
 // copied to the 128-byte global slot `slot` through the 128-byte aligned
-// shared buffer `scratch`, and made visible to this warp's TMA copies.
-__device__ inline void make_tensor_map(void* slot, uint4* scratch, const int32_t* words, const void* address) {
+// shared buffer `scratch` (one for each map made at once), released to the
+// GPU. The thread that copies by it acquires it (acquire_tensor_map) after a
+// block barrier with this warp. A block makes its two maps in two warps at
+// once: each map is a chain of waits on global memory (the words in, the slot
+// out, its fence), paid before the block's first copy.
+__device__ inline void publish_tensor_map(void* slot, uint4* scratch, const int32_t* words, const void* address) {
   const int lane = threadIdx.x % 32;
   if (lane < 8) scratch[lane] = reinterpret_cast<const uint4*>(words)[lane];
   __syncwarp();
@@ -71,7 +75,14 @@ __device__ inline void make_tensor_map(void* slot, uint4* scratch, const int32_t
   asm volatile(
       "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;\n"
       :: "l"(slot), "r"(shared_address(scratch)) : "memory");
+}
+
+// The thread that copies by the map in `slot`, after a block barrier with the
+// warp that published it: sees the map as written, and has the TMA fetch it
+// now rather than at the first copy.
+__device__ inline void acquire_tensor_map(const void* slot) {
   asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" :: "l"(slot) : "memory");
+  asm volatile("prefetch.tensormap [%0];\n" :: "l"(slot) : "memory");
 }
 
 // Copy the box at (x, y) (x the map's fastest dimension) of the map at `map`
