@@ -149,14 +149,38 @@ auto run = [&](auto a_mn_tag, auto b_mn_tag) {
     sgemm::wgmma_wait<0>();
     if (tid == 0 && k_tiles > 0) ring.release(i - 1);
 
-    // acc[4j + e] is row 16 warp + g + 8 (e / 2), column 8j + 2t + e % 2 of
-    // the consumer's 64 x WN: two neighbouring columns a store, rounded once.
+    // acc[4j + e] is row 16 warp + g + 8 (e / 2), column 8j + 2q + e % 2 of
+    // the consumer's 64 x WN, rounded once. A 16-bit C whose rows take the
+    // block's WN columns whole, 16-byte aligned, gets 16 bytes a lane (its
+    // quads trade pairs: sgemm::store_row_blocks); else two neighbouring
+    // columns a store.
     const int lane = tid % 32, g = lane / 4, q = lane % 4;
     const int row_base = t.row0 + a_line0 + (tid / 32) * 16 + g;
+    const int col_base = t.col0 + b_line0;
+    if constexpr (sizeof(TC) == 2) {
+      if (col_base + WN <= t.N && t.ldc % 8 == 0 && sgemm::is_16_byte_aligned(t.C)) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = row_base + 8 * h;
+          uint32_t* const out = reinterpret_cast<uint32_t*>(t.C + static_cast<int64_t>(min(row, t.M - 1)) * t.ldc +
+                                                            col_base);
+#pragma unroll
+          for (int j0 = 0; j0 < ACC / 4; j0 += 4) {
+            uint32_t pairs[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              pairs[j] = sgemm::half_pair<TC>(acc[4 * (j0 + j) + 2 * h], acc[4 * (j0 + j) + 2 * h + 1]);
+            }
+            sgemm::store_row_blocks(out + 4 * j0, pairs, q, row < t.M);
+          }
+        }
+        continue;  // the block's next tile
+      }
+    }
     const bool pairs = t.N % 2 == 0;  // every pair of columns aligned for one store
 #pragma unroll
     for (int j = 0; j < ACC / 4; ++j) {
-      const int col = t.col0 + b_line0 + 8 * j + 2 * q;
+      const int col = col_base + 8 * j + 2 * q;
       if (col >= t.N) continue;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {

@@ -29,6 +29,15 @@ __device__ inline void store4_clipped(
   if (c + 3 < cols) dst[3] = E::from_float(v.w);
 }
 
+// Two neighbouring outputs rounded once to the 16-bit T, as one word (the
+// first in its low half, as they lie in memory).
+template <typename T>
+__device__ inline uint32_t half_pair(float x, float y) {
+  static_assert(sizeof(T) == 2, "a pair of halves");
+  alignas(4) const T pair[2] = {Element<T>::from_float(x), Element<T>::from_float(y)};
+  return *reinterpret_cast<const uint32_t*>(pair);
+}
+
 // Store two neighbouring outputs of a row at p, rounded once to the output's
 // type: one store of the pair where `aligned` (p a multiple of the pair's
 // size) and the second lies inside the row (`second`), else one by one.
@@ -39,13 +48,35 @@ __device__ inline void store_pair(T* p, float x, float y, bool aligned, bool sec
     if constexpr (sizeof(T) == 4) {
       *reinterpret_cast<float2*>(p) = make_float2(x, y);
     } else {  // two halves, one word
-      alignas(4) const T pair[2] = {E::from_float(x), E::from_float(y)};
-      *reinterpret_cast<uint32_t*>(p) = *reinterpret_cast<const uint32_t*>(pair);
+      *reinterpret_cast<uint32_t*>(p) = half_pair<T>(x, y);
     }
     return;
   }
   p[0] = E::from_float(x);
   if (second) p[1] = E::from_float(y);
+}
+
+// Four 8-column blocks of one row of a warp's accumulator fragments (the
+// m16n8 layout of wgmma and mma.sync: lane 4 g + q holds columns 2q and 2q + 1
+// of each block), rounded pairs `pairs[j]` of block j, stored 16 bytes a lane:
+// the quad's four lanes trade pairs (a 4 x 4 transpose by shuffles) so that
+// lane q holds block q's 8 columns, and a row's 64 bytes go out as two whole
+// 32-byte sectors where pairs of halves would each fill half of one. `row`:
+// this lane's row of C at the first block's first column (16-byte aligned);
+// `store`: whether its row lies inside C. Every lane of the warp takes part.
+__device__ inline void store_row_blocks(uint32_t* row, const uint32_t (&pairs)[4], int q, bool store) {
+  uint32_t words[4] = {0, 0, 0, 0};
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    // Lane q hands lane q ^ r its pair of block q ^ r, and gets that lane's
+    // pair of block q: word q ^ r of block q's 8 columns.
+    const int other = q ^ r;
+    const uint32_t mine = other == 0 ? pairs[0] : other == 1 ? pairs[1] : other == 2 ? pairs[2] : pairs[3];
+    const uint32_t got = __shfl_xor_sync(0xffffffffu, mine, r);
+#pragma unroll
+    for (int w = 0; w < 4; ++w) words[w] = other == w ? got : words[w];
+  }
+  if (store) *reinterpret_cast<uint4*>(row + 4 * q) = make_uint4(words[0], words[1], words[2], words[3]);
 }
 
 // A small-M block launched with a grid, thread count or shared memory that its
