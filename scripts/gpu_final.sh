@@ -3,6 +3,8 @@
 #   bash scripts/gpu_final.sh tests          the GPU tests but the dtype matrix, and the digits example
 #   bash scripts/gpu_final.sh tests-dtypes   the dtype matrix, MLX's conformance suite, the rest
 #   bash scripts/gpu_final.sh bench          the recorded sweep and the shape suite
+#   bash scripts/gpu_final.sh half           the half products: kernel times, the shape suite in both half types
+#   bash scripts/gpu_final.sh models         the bfloat16 models (prefill, decode, generate) and a generate timeline
 source scripts/gpu_env.sh
 case "$1" in
   tests|tests-dtypes)
@@ -39,6 +41,24 @@ case "$1" in
     if [ "$1" = tests ]; then
       timeout 100 python3 examples/digits_mlp.py > "$OUT/digits.log" 2>&1; tail -12 "$OUT/digits.log"
     fi
+    ;;
+  half)
+    timeout 150 python3 benchmarks/half_kernel_times.py --kernels mx ours wgmma:128x128 wgmma:128x256 \
+      --csv "$OUT/half-kernel-times.csv" > "$OUT/half-kernel-times.log" 2>&1
+    grep -E "^==|  (mx|ours) " "$OUT/half-kernel-times.log"
+    timeout 300 python3 benchmarks/shape_suite.py --dtype bfloat16 float16 \
+      --csv "$OUT/shapes-half.csv" > "$OUT/shapes-half.log" 2>&1
+    tail -65 "$OUT/shapes-half.log"
+    ;;
+  models)
+    # Five rounds: the generate phase is bound by the host, whose speed varies
+    # between runs (docs/performance-log.md, "mlx-lm's generation loop is bound
+    # by the host").
+    timeout 300 python3 benchmarks/model_speed.py --configs bfloat16 --no-first-calls --rounds 5 \
+      --csv "$OUT/models.csv" > "$OUT/models.log" 2>&1
+    tail -5 "$OUT/models.log"
+    MODE=generate timeout 200 python3 benchmarks/decode_timeline.py > "$OUT/generate-timeline.txt" 2>&1
+    grep -E "^==|runtime" "$OUT/generate-timeline.txt"
     ;;
   bench)
     timeout 500 python3 -m mlx_sgemm bench --quiet --out "$OUT/bench" > "$OUT/bench.log" 2>&1
