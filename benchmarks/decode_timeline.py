@@ -134,9 +134,8 @@ def main() -> int:
     theirs, ours = (models.build("llama", dtype, size="7b", layers=4) for _ in range(2))
     mlx_sgemm.nn.replace_linear(ours, precision=os.environ.get("PREC", "float32"))
     tokens = models.prompt(theirs, batch=1, length=512)
-    generating = os.environ.get("MODE", "decode") == "generate"
+    steps = generated_tokens if os.environ.get("MODE", "decode") == "generate" else decoded_steps
     for name, model in (("mlx", theirs), ("ours", ours), ("mlx", theirs), ("ours", ours)):
-        steps = generated_tokens if generating else decoded_steps
         steps(model, tokens, contextlib.nullcontext())  # warm-up
         wall, host = steps(model, tokens, contextlib.nullcontext())
         prof = profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU])
