@@ -40,9 +40,9 @@
 // sgemm::load_streamed, past L1, with L2 fetching 256 bytes a request.
 //
 // Block: BN = 16 NT columns of C, BLOCK_M = 8 rows, WARPS warps that take
-// turns down K a chunk each (warp w: chunks w, w + WARPS, ...), in sets of
-// IN_FLIGHT chunks of column-major B (NT KB each) or twice as many of
-// row-major B (NT / 2 KB each), two sets in flight a warp. The warps' partial
+// turns down K a chunk each (warp w: chunks w, w + WARPS, ...), each warp
+// holding a ring of 2 IN_FLIGHT chunks of column-major B (NT KB each) or twice
+// as many of row-major B (NT / 2 KB each) in flight. The warps' partial
 // sums meet in shared memory (store_slot_sums adds them in a fixed order:
 // deterministic). A column past N reads column N - 1 (row-major: the first
 // run), in bounds and never stored, so whole chunks take plain vector loads.
@@ -98,23 +98,24 @@ auto walk = [&](auto chunk_k, auto fragment, bool vector, auto load, auto multip
   const int chunks = K / KC;
   auto full_chunks = [&] {  // by vector loads
     constexpr sgemm::IntTag<1> fast{};
-    // A set: this warp's U chunks from c0 on (those inside K). The next set's
-    // loads go out before this one's products, so that two sets are in flight
-    // while the tensor cores work.
-    auto load_set = [&](Fragment (&set)[U], int c0) {
+    // A ring of S = 2U chunks in registers: slot s holds this warp's chunk
+    // c0 + s WARPS of the round from c0, and is loaded again with the next
+    // round's as soon as its products are taken. A warp waiting on a slot
+    // then has every other slot's loads in flight. (Copying a set of loaded
+    // fragments into the registers the products read, as a two-set loop
+    // would, waits on those loads at the copy: one set in flight, not two.)
+    constexpr int S = 2 * U;
+    Fragment f[S];
 #pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (c0 + u * WARPS < chunks) load(set[u], (c0 + u * WARPS) * KC, fast);
-    };
-    Fragment f[U], next[U];
-    load_set(f, warp);
-#pragma unroll 1  // two sets in flight, as measured (IN_FLIGHT sets the bytes)
-    for (int c0 = warp; c0 < chunks; c0 += WARPS * U) {
-      load_set(next, c0 + WARPS * U);
+    for (int s = 0; s < S; ++s)
+      if (warp + s * WARPS < chunks) load(f[s], (warp + s * WARPS) * KC, fast);
+#pragma unroll 1  // a round at a time: the slots' registers stay fixed
+    for (int c0 = warp; c0 < chunks; c0 += WARPS * S) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        if (c0 + u * WARPS < chunks) multiply(f[u]);
-        f[u] = next[u];
+      for (int s = 0; s < S; ++s) {
+        const int c = c0 + s * WARPS, next = c + WARPS * S;
+        if (c < chunks) multiply(f[s]);
+        if (next < chunks) load(f[s], next * KC, fast);
       }
     }
   };
