@@ -41,8 +41,10 @@
 //
 // Block: BN = 16 NT columns of C, BLOCK_M = 8 rows, WARPS warps that take
 // turns down K a chunk each (warp w: chunks w, w + WARPS, ...), each warp
-// holding a ring of 2 IN_FLIGHT chunks of column-major B (NT KB each) or twice
-// as many of row-major B (NT / 2 KB each) in flight. The warps' partial
+// holding a ring of 2 IN_FLIGHT chunks in flight: NT KB each of column-major
+// B, NT / 2 KB of row-major B. (Row-major B with twice the chunks, as many
+// bytes, was slower: 46 us against 37 at 1x14336x4096 on an H200. Its warps
+// ask for 64 bytes of each of 16 rows a chunk, from a DRAM page each.) The warps' partial
 // sums meet in shared memory (store_slot_sums adds them in a fixed order:
 // deterministic). A column past N reads column N - 1 (row-major: the first
 // run), in bounds and never stored, so whole chunks take plain vector loads.
@@ -86,25 +88,24 @@ const int a_index = a_row ? t.row0 + g : -1;  // for the element path
 float acc[NT][4] = {};
 
 // Chunk by chunk down this warp's share of K (warp w: chunks w, w + WARPS,
-// ...): the full chunks in sets of U by vector loads where `vector`, then
+// ...): the full chunks through a ring by vector loads where `vector`, then
 // what is left (every chunk where not `vector`, else the last partial one)
 // element by element, each element checked. load(frag, k0, fast) fills a
 // chunk's fragments (fast: an IntTag, 1 for vector loads), multiply(frag)
 // takes its products.
 auto walk = [&](auto chunk_k, auto fragment, bool vector, auto load, auto multiply) {
   constexpr int KC = decltype(chunk_k)::value;
-  constexpr int U = IN_FLIGHT * 32 / KC;  // a column-major chunk has twice the bytes of a row-major one
   using Fragment = decltype(fragment);
   const int chunks = K / KC;
   auto full_chunks = [&] {  // by vector loads
     constexpr sgemm::IntTag<1> fast{};
-    // A ring of S = 2U chunks in registers: slot s holds this warp's chunk
+    // A ring of S chunks in registers: slot s holds this warp's chunk
     // c0 + s WARPS of the round from c0, and is loaded again with the next
     // round's as soon as its products are taken. A warp waiting on a slot
     // then has every other slot's loads in flight. (Copying a set of loaded
     // fragments into the registers the products read, as a two-set loop
     // would, waits on those loads at the copy: one set in flight, not two.)
-    constexpr int S = 2 * U;
+    constexpr int S = 2 * IN_FLIGHT;
     Fragment f[S];
 #pragma unroll
     for (int s = 0; s < S; ++s)
