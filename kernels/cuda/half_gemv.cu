@@ -41,10 +41,8 @@
 //
 // Block: BN = 16 NT columns of C, BLOCK_M = 8 rows, WARPS warps that take
 // turns down K a chunk each (warp w: chunks w, w + WARPS, ...), each warp
-// holding a ring of 2 IN_FLIGHT chunks in flight: NT KB each of column-major
-// B, NT / 2 KB of row-major B. (Row-major B with twice the chunks, as many
-// bytes, was slower: 46 us against 37 at 1x14336x4096 on an H200. Its warps
-// ask for 64 bytes of each of 16 rows a chunk, from a DRAM page each.) The warps' partial
+// loading 2 IN_FLIGHT chunks ahead (a chunk is NT KB of column-major B, NT / 2
+// KB of row-major B; as walk says below). The warps' partial
 // sums meet in shared memory (store_slot_sums adds them in a fixed order:
 // deterministic). A column past N reads column N - 1 (row-major: the first
 // run), in bounds and never stored, so whole chunks take plain vector loads.
@@ -88,35 +86,55 @@ const int a_index = a_row ? t.row0 + g : -1;  // for the element path
 float acc[NT][4] = {};
 
 // Chunk by chunk down this warp's share of K (warp w: chunks w, w + WARPS,
-// ...): the full chunks through a ring by vector loads where `vector`, then
-// what is left (every chunk where not `vector`, else the last partial one)
-// element by element, each element checked. load(frag, k0, fast) fills a
-// chunk's fragments (fast: an IntTag, 1 for vector loads), multiply(frag)
-// takes its products.
-auto walk = [&](auto chunk_k, auto fragment, bool vector, auto load, auto multiply) {
+// ...): the full chunks by vector loads where `vector`, then what is left
+// (every chunk where not `vector`, else the last partial one) element by
+// element, each element checked. load(frag, k0, fast) fills a chunk's
+// fragments (fast: an IntTag, 1 for vector loads), multiply(frag) takes its
+// products. The full chunks go one of two ways, each the faster for its
+// layout as measured (H200, bfloat16, 1x14336x4096: docs/performance-log.md,
+// "half_gemv: a ring of chunks for x @ W.T"):
+// - a ring (column-major B: 30.8 us against 32.2 for sets): slot s of S =
+//   2 IN_FLIGHT holds this warp's chunk c0 + s WARPS of the round from c0 and
+//   is loaded again with the next round's as soon as its products are taken,
+//   so a warp waiting on one slot has every other slot's loads in flight;
+// - sets (row-major B: 36.5 us against 46 for a ring of 4 or 8 slots): U =
+//   2 IN_FLIGHT chunks loaded at once, the next set's loads out before this
+//   set's products. The copy of the next set into the registers the products
+//   read waits on its loads, so at that point one set is in flight, not two.
+auto walk = [&](auto chunk_k, auto fragment, auto ring, bool vector, auto load, auto multiply) {
   constexpr int KC = decltype(chunk_k)::value;
+  constexpr int S = 2 * IN_FLIGHT;  // chunks a warp loads ahead
   using Fragment = decltype(fragment);
   const int chunks = K / KC;
   auto full_chunks = [&] {  // by vector loads
     constexpr sgemm::IntTag<1> fast{};
-    // A ring of S chunks in registers: slot s holds this warp's chunk
-    // c0 + s WARPS of the round from c0, and is loaded again with the next
-    // round's as soon as its products are taken. A warp waiting on a slot
-    // then has every other slot's loads in flight. (Copying a set of loaded
-    // fragments into the registers the products read, as a two-set loop
-    // would, waits on those loads at the copy: one set in flight, not two.)
-    constexpr int S = 2 * IN_FLIGHT;
+    auto load_from = [&](Fragment (&f)[S], int c0) {  // this warp's S chunks from c0 (those inside K)
+#pragma unroll
+      for (int s = 0; s < S; ++s)
+        if (c0 + s * WARPS < chunks) load(f[s], (c0 + s * WARPS) * KC, fast);
+    };
     Fragment f[S];
-#pragma unroll
-    for (int s = 0; s < S; ++s)
-      if (warp + s * WARPS < chunks) load(f[s], (warp + s * WARPS) * KC, fast);
+    load_from(f, warp);
+    if constexpr (decltype(ring)::value) {
 #pragma unroll 1  // a round at a time: the slots' registers stay fixed
-    for (int c0 = warp; c0 < chunks; c0 += WARPS * S) {
+      for (int c0 = warp; c0 < chunks; c0 += WARPS * S) {
 #pragma unroll
-      for (int s = 0; s < S; ++s) {
-        const int c = c0 + s * WARPS, next = c + WARPS * S;
-        if (c < chunks) multiply(f[s]);
-        if (next < chunks) load(f[s], next * KC, fast);
+        for (int s = 0; s < S; ++s) {
+          const int c = c0 + s * WARPS, next = c + WARPS * S;
+          if (c < chunks) multiply(f[s]);
+          if (next < chunks) load(f[s], next * KC, fast);
+        }
+      }
+    } else {
+      Fragment next[S];
+#pragma unroll 1
+      for (int c0 = warp; c0 < chunks; c0 += WARPS * S) {
+        load_from(next, c0 + WARPS * S);
+#pragma unroll
+        for (int s = 0; s < S; ++s) {
+          if (c0 + s * WARPS < chunks) multiply(f[s]);
+          f[s] = next[s];
+        }
       }
     }
   };
@@ -164,7 +182,7 @@ auto col_major = [&] {
       sgemm::mma_m16n8k16_half<T>(acc[j], s1, f.a.z, f.a.w);
     }
   };
-  walk(sgemm::IntTag<32>{}, ColFragment{}, vector, load, multiply);
+  walk(sgemm::IntTag<32>{}, ColFragment{}, sgemm::IntTag<1>{}, vector, load, multiply);
   // d0 (row g, column 2q of the fragment), d1 (g, 2q + 1), d2 (g + 8, 2q), d3 (g + 8, 2q + 1):
   // columns of C by fragment row, rows of C by fragment column.
 #pragma unroll
@@ -208,7 +226,7 @@ auto row_major = [&] {
       sgemm::mma_m16n8k16_half<T>(acc[j], s, f.a.x, f.a.y);
     }
   };
-  walk(sgemm::IntTag<16>{}, RowFragment{}, vector, load, multiply);
+  walk(sgemm::IntTag<16>{}, RowFragment{}, sgemm::IntTag<0>{}, vector, load, multiply);
 #pragma unroll
   for (int j = 0; j < NT; ++j)
 #pragma unroll

@@ -428,8 +428,8 @@ def cuda_half_gemv(element: str = "bfloat16", output: str | None = None, *, NT: 
     a few rows of A (blocks of 8) against B of one half type ``element``, on
     mma.sync m16n8k16 with B's runs read straight into the fragments, C rounded
     once to ``output`` (as :func:`cuda_half_wgmma`). Blocks of 16 NT columns, of
-    WARPS warps taking turns down K, each with a ring of 2 IN_FLIGHT chunks of B
-    in flight; registers capped so that MIN_BLOCKS blocks fit on an SM."""
+    WARPS warps taking turns down K, each loading 2 IN_FLIGHT chunks of B
+    ahead; registers capped so that MIN_BLOCKS blocks fit on an SM."""
     output = _half_output(element, output)
     return KernelSpec(
         "half_gemv", "cuda", "half_gemv.cu", (32 * WARPS, 1, 1), 8, 16 * NT,

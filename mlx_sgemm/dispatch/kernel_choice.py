@@ -547,8 +547,8 @@ def half_launch(p: Plan, element: str, float32_out: bool = False, deterministic:
 def half_gemv(p: Plan, element: str, output: str) -> specs.KernelSpec:
     """half_gemv's instance for ``p``: where its blocks of 32 columns number at
     least two an SM, blocks of 8 warps, two of them an SM; else blocks of 16
-    warps, one an SM: either way 16 warps an SM, each with a ring of four
-    chunks of B in flight, and blocks that overlap their neighbours' ends where
+    warps, one an SM: either way 16 warps an SM, each loading four chunks of
+    B ahead, and blocks that overlap their neighbours' ends where
     there are enough of them (H200, kernel times by CUPTI: 1x14336x4096 in 30.7
     us against 33.6 with 16 warps a block; 8x4096x14336 `x @ W.T`, 128 blocks,
     31.2 us against 32.1 with 8; 1x4096x4096 11.5 against 12.1)."""
