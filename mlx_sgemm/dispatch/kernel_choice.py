@@ -550,9 +550,10 @@ def half_gemv(p: Plan, element: str, output: str) -> specs.KernelSpec:
     warps, one an SM: either way 16 warps an SM, each loading four chunks of B
     ahead. Small blocks fit up to four an SM in one wave, where two of 8 warps
     leave a second, part-empty wave (448 blocks at 1x14336x4096 on 132 SMs).
-    H200, kernel times by CUPTI, `x @ W.T`: 1x14336x4096 30.4 us with blocks of
-    4 warps, 30.9 with 8, 33.6 with 16; 8x4096x14336 (128 blocks) 31.2 us with
-    16 warps a block against 32.1 with 8; 1x4096x4096 11.5 against 12.1."""
+    H200, kernel times by CUPTI: 1x14336x4096 `x @ W.T` 30.4 us with blocks of
+    4 warps, 30.7 with 8, 33.6 with 16, and `x @ W` 31.0 against 36.5 with 8;
+    8x4096x14336 (128 blocks) 31.2 us with 16 warps a block against 32.1 with 8;
+    1x4096x4096 11.5 against 12.1."""
     wide = p.tile_count(8, 32) >= 2 * _multiprocessors()
     return _half_gemv_spec(element, output, *(specs.HALF_GEMV_WIDE if wide else specs.HALF_GEMV_NARROW))
 
