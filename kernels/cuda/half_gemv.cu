@@ -42,9 +42,8 @@
 // Block: BN = 16 NT columns of C, BLOCK_M = 8 rows, WARPS warps that take
 // turns down K a chunk each (warp w: chunks w, w + WARPS, ...), each warp
 // loading 2 IN_FLIGHT chunks ahead (a chunk is NT KB of column-major B, NT / 2
-// KB of row-major B; as walk says below). The warps' partial
-// sums meet in shared memory (store_slot_sums adds them in a fixed order:
-// deterministic). A column past N reads column N - 1 (row-major: the first
+// KB of row-major B; as walk says below). The warps' partial sums meet in
+// shared memory (store_slot_sums adds them in a fixed order: deterministic). A column past N reads column N - 1 (row-major: the first
 // run), in bounds and never stored, so whole chunks take plain vector loads.
 // The last partial chunk, and operands whose strides or alignment allow no
 // such load, are read element by element with zeros outside (same fragments,
@@ -91,8 +90,10 @@ float acc[NT][4] = {};
 // element, each element checked. load(frag, k0, fast) fills a chunk's
 // fragments (fast: an IntTag, 1 for vector loads), multiply(frag) takes its
 // products. The full chunks go one of two ways, each the faster for its
-// layout as measured (H200, bfloat16, 1x14336x4096: docs/performance-log.md,
-// "half_gemv: a ring of chunks for x @ W.T"):
+// layout as measured (H200, bfloat16, 1x14336x4096, blocks of 8 warps:
+// docs/performance-log.md, "half_gemv: a ring of chunks for x @ W.T"; the
+// ring was not tried again on row-major B with the blocks of 4 warps that
+// matmul runs there now):
 // - a ring (column-major B: 30.8 us against 32.2 for sets): slot s of S =
 //   2 IN_FLIGHT holds this warp's chunk c0 + s WARPS of the round from c0 and
 //   is loaded again with the next round's as soon as its products are taken,
