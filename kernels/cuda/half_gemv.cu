@@ -43,8 +43,9 @@
 // turns down K a chunk each (warp w: chunks w, w + WARPS, ...), each warp
 // loading 2 IN_FLIGHT chunks ahead (a chunk is NT KB of column-major B, NT / 2
 // KB of row-major B; as walk says below). The warps' partial sums meet in
-// shared memory (store_slot_sums adds them in a fixed order: deterministic). A column past N reads column N - 1 (row-major: the first
-// run), in bounds and never stored, so whole chunks take plain vector loads.
+// shared memory (store_slot_sums adds them in a fixed order: deterministic).
+// A column past N reads column N - 1 (row-major: the first run), in bounds
+// and never stored, so whole chunks take plain vector loads.
 // The last partial chunk, and operands whose strides or alignment allow no
 // such load, are read element by element with zeros outside (same fragments,
 // slow, correct for any layout), by functions of their own
