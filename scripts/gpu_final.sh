@@ -57,8 +57,11 @@ case "$1" in
     timeout 300 python3 benchmarks/model_speed.py --configs bfloat16 --no-first-calls --rounds 5 \
       --csv "$OUT/models.csv" > "$OUT/models.log" 2>&1
     tail -5 "$OUT/models.log"
-    MODE=generate timeout 200 python3 benchmarks/decode_timeline.py > "$OUT/generate-timeline.txt" 2>&1
-    grep -E "^==|runtime" "$OUT/generate-timeline.txt"
+    # The timeline alone in its file (it is recorded as it is); the profiler's
+    # warnings go to a log of their own.
+    MODE=generate timeout 200 python3 benchmarks/decode_timeline.py > "$OUT/generate-timeline.txt" \
+      2> "$OUT/generate-timeline.log"
+    grep -E "^==|runtime" "$OUT/generate-timeline.txt"; tail -3 "$OUT/generate-timeline.log"
     ;;
   bench)
     timeout 500 python3 -m mlx_sgemm bench --quiet --out "$OUT/bench" > "$OUT/bench.log" 2>&1
