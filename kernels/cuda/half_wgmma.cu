@@ -75,24 +75,16 @@ const bool a_tma = sgemm::has_tensor_map(a_map_words) && sgemm::is_16_byte_align
                    (a_mn ? a_lines.cs == M : a_lines.cs == 1 && a_lines.rs == K_FULL);
 const bool b_tma = sgemm::has_tensor_map(b_map_words) && sgemm::is_16_byte_aligned(b_origin) &&
                    (b_mn ? b_lines.cs == N : b_lines.cs == 1 && b_lines.rs == K_FULL);
-// This block's copies of the maps, with its operands' addresses, in its
-// slots of `maps` (from its first 128-byte boundary: a map is 64-byte aligned).
-float* const a_map = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(maps) + 127) / 128 * 128) +
-                     2 * sgemm::TENSOR_MAP_WORDS * blockIdx.x;
-float* const b_map = a_map + sgemm::TENSOR_MAP_WORDS;
-// Warp 0 makes A's map and warp 1 B's, at once; the copying thread acquires
-// both after the ring's block barrier.
-if (threadIdx.x / 32 == 0 && a_tma) sgemm::publish_tensor_map(a_map, map_scratch[0], a_map_words, a_origin);
-if (threadIdx.x / 32 == 1 && b_tma) sgemm::publish_tensor_map(b_map, map_scratch[1], b_map_words, b_origin);
+// This block's copies of the maps, with its operands' addresses; the copying
+// thread acquires them after the ring's block barrier.
+const sgemm::BlockTensorMaps block_maps(maps);
+block_maps.publish(map_scratch, a_tma, a_map_words, a_origin, b_tma, b_map_words, b_origin);
 const Ring ring(smem_int4, full, empty);
 
 const int warpgroup = threadIdx.x / 128;
 if (warpgroup == 0) {
   sgemm::registers_decrease<Ring::PRODUCER_REGISTERS>();
-  if (threadIdx.x == 0) {
-    if (a_tma) sgemm::acquire_tensor_map(a_map);
-    if (b_tma) sgemm::acquire_tensor_map(b_map);
-  }
+  if (threadIdx.x == 0) block_maps.acquire(a_tma, b_tma);
   const uint32_t tma_bytes = (a_tma ? ATile::BYTES : 0) + (b_tma ? BTile::BYTES : 0);
   const bool all_tma = a_tma && b_tma;
   if (all_tma && threadIdx.x != 0) return;
@@ -112,8 +104,8 @@ if (warpgroup == 0) {
         if (threadIdx.x != 0) continue;
       }
       ring.announce(i, tma_bytes);
-      if (a_tma) ATile::copy(stage, a_mn, a_map, t.row0, t.k0 + k, ring.landed(i));
-      if (b_tma) BTile::copy(stage + ATile::BYTES, b_mn, b_map, t.col0, t.k0 + k, ring.landed(i));
+      if (a_tma) ATile::copy(stage, a_mn, block_maps.a, t.row0, t.k0 + k, ring.landed(i));
+      if (b_tma) BTile::copy(stage + ATile::BYTES, b_mn, block_maps.b, t.col0, t.k0 + k, ring.landed(i));
     }
   }
   return;

@@ -157,22 +157,15 @@ const bool b_tma = TMA && sgemm::has_tensor_map(b_map_words) &&
                    (b_row_major ? t.B.cs == 1 && t.B.rs == params[sgemm::P_N] && t.B.vectorizes<sgemm::ROW_MAJOR>()
                                 : t.B.rs == 1 && t.B.cs == params[sgemm::P_K] && t.B.vectorizes<sgemm::COL_MAJOR>());
 const bool uses_tma = a_tma || b_tma;
+// The maps point at this batch entry's operands from k = 0 (split-K blocks
+// copy from k0 on); thread 0, which copies, acquires them after the block
+// barrier below.
 #if defined(SGEMM_TENSOR_MAPS)
-// A tensor map must be 64-byte aligned, which MLX does not promise for an
-// output: the slots start at the first 128-byte boundary (the host adds room).
-float* const a_map = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(maps) + 127) / 128 * 128) +
-                     2 * sgemm::TENSOR_MAP_WORDS * blockIdx.x;
+const sgemm::BlockTensorMaps block_maps(maps);
 #else
-float* const a_map = nullptr;
+const sgemm::BlockTensorMaps block_maps(nullptr);
 #endif
-float* const b_map = a_map + sgemm::TENSOR_MAP_WORDS;
-// Warp 0 makes A's map and warp 1 B's, at once; thread 0, which copies,
-// acquires both after the block barrier below. The maps point at this batch
-// entry's operands from k = 0 (split-K blocks copy from k0 on).
-if (threadIdx.x / 32 == 0 && a_tma) sgemm::publish_tensor_map(a_map, map_scratch[0], a_map_words, t.A.p - t.k0);
-if (threadIdx.x / 32 == 1 && b_tma) {
-  sgemm::publish_tensor_map(b_map, map_scratch[1], b_map_words, t.B.p - t.k0 * t.B.rs);
-}
+block_maps.publish(map_scratch, a_tma, a_map_words, t.A.p - t.k0, b_tma, b_map_words, t.B.p - t.k0 * t.B.rs);
 if (threadIdx.x == 0) {
   saw_non_finite = 0;
   if (uses_tma) {
@@ -181,10 +174,7 @@ if (threadIdx.x == 0) {
   }
 }
 __syncthreads();
-if (threadIdx.x == 0) {
-  if (a_tma) sgemm::acquire_tensor_map(a_map);
-  if (b_tma) sgemm::acquire_tensor_map(b_map);
-}
+if (threadIdx.x == 0) block_maps.acquire(a_tma, b_tma);
 float probe = 0.0f;  // NaN once this thread has seen an Inf or NaN
 
 if (warpgroup == 0) {
@@ -215,14 +205,14 @@ if (warpgroup == 0) {
           uint64_t* const bar = &loaded[kt % STAGES];
           const int k = t.k0 + kt * BK;
           sgemm::mbarrier_arrive_expect_bytes(bar, 4 * ((a_tma ? A_FLOATS : 0) + (b_tma ? BK * BN : 0)));
-          if (a_tma) sgemm::tma_load_2d(a_part(kt, 0), a_map, k, t.row0, bar);
+          if (a_tma) sgemm::tma_load_2d(a_part(kt, 0), block_maps.a, k, t.row0, bar);
           if (b_tma && b_row_major) {
 #pragma unroll
             for (int p = 0; p < BN / 32; ++p) {
-              sgemm::tma_load_2d(b_tile(kt) + p * BK * 32, b_map, t.col0 + 32 * p, k, bar);
+              sgemm::tma_load_2d(b_tile(kt) + p * BK * 32, block_maps.b, t.col0 + 32 * p, k, bar);
             }
           } else if (b_tma) {
-            sgemm::tma_load_2d(b_tile(kt), b_map, k, t.col0, bar);  // B^T's BN rows
+            sgemm::tma_load_2d(b_tile(kt), block_maps.b, k, t.col0, bar);  // B^T's BN rows
           }
         }
         if (!a_tma) {

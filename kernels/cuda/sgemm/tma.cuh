@@ -16,6 +16,8 @@
 #ifndef MLX_SGEMM_TMA_CUH
 #define MLX_SGEMM_TMA_CUH
 
+#include "params.cuh"
+
 namespace sgemm {
 
 __device__ inline uint32_t shared_address(const void* p) {
@@ -84,6 +86,39 @@ __device__ inline void acquire_tensor_map(const void* slot) {
   asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" :: "l"(slot) : "memory");
   asm volatile("prefetch.tensormap [%0];\n" :: "l"(slot) : "memory");
 }
+
+// A block's two tensor maps, A's and B's, in its two slots of the `maps`
+// output: a map must be 64-byte aligned, which MLX does not promise for an
+// output, so the slots start at the output's first 128-byte boundary (the
+// host adds room). Warp 0 publishes A's map and warp 1 B's, at once (each a
+// chain of waits on global memory); the thread that copies acquires both
+// after a block barrier with those warps. `maps` null (a kernel built
+// without tensor maps): nothing to publish or acquire.
+struct BlockTensorMaps {
+  float* a;
+  float* b;
+
+  __device__ explicit BlockTensorMaps(float* maps)
+      : a(maps ? reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(maps) + 127) / 128 * 128) +
+                     2 * TENSOR_MAP_WORDS * blockIdx.x
+               : nullptr),
+        b(a ? a + TENSOR_MAP_WORDS : nullptr) {}
+
+  // Each map where its operand goes by TMA (a_tma, b_tma): the words from
+  // params with the operand's address written in; `scratch`: 128-byte
+  // aligned shared memory, 8 uint4 a map.
+  __device__ void publish(uint4 (&scratch)[2][8], bool a_tma, const int32_t* a_words, const void* a_address,
+                          bool b_tma, const int32_t* b_words, const void* b_address) const {
+    if (threadIdx.x / 32 == 0 && a_tma) publish_tensor_map(a, scratch[0], a_words, a_address);
+    if (threadIdx.x / 32 == 1 && b_tma) publish_tensor_map(b, scratch[1], b_words, b_address);
+  }
+
+  // By the copying thread, after the block barrier.
+  __device__ void acquire(bool a_tma, bool b_tma) const {
+    if (a_tma) acquire_tensor_map(a);
+    if (b_tma) acquire_tensor_map(b);
+  }
+};
 
 // Copy the box at (x, y) (x the map's fastest dimension) of the map at `map`
 // into shared memory at `smem` (1024-byte aligned for the 128-byte swizzle),
