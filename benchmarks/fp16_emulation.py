@@ -30,8 +30,7 @@ import numpy as np  # noqa: E402
 import mlx_sgemm  # noqa: E402
 from mlx_sgemm.bench import accuracy, results, timing  # noqa: E402
 from mlx_sgemm.bench.measure import sampled_error  # noqa: E402
-from mlx_sgemm.build import specs  # noqa: E402
-from mlx_sgemm.dispatch import device  # noqa: E402
+from mlx_sgemm.dispatch import device, kernel_choice  # noqa: E402
 from mlx_sgemm.emulation import gpu, half_split  # noqa: E402
 
 FP16_GEMM = "cuBLAS FP16 GEMM, K three times (mx.matmul, float16)"
@@ -74,7 +73,7 @@ def main() -> None:
         bt = b.T
         whole_k = half_split.WHOLE_K
         a_read, b_read = gpu.line_stats(a, None, whole_k), gpu.line_stats(bt, None, whole_k)
-        products = specs.cuda_half_products_for("float32")
+        products = kernel_choice.half_split_spec("float32", size, size)
         ah, a_stats = half_split._split(a, a_read, products.block_m)
         bh, b_stats = half_split._split(bt, b_read, products.block_n)
         choice = half_split.choose(a_stats, b_stats, size, size, size)

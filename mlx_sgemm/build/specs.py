@@ -662,13 +662,17 @@ def cuda_half_products(PARTS: int = 2, BN: int = 192, STAGES: int = 2, GROUP_M: 
     )
 
 
-def cuda_half_products_for(precision: str) -> KernelSpec:
-    """half_products.cu as the float16 split runs it at ``precision``: two
-    parts, 128 x 192 blocks, 2 stages for float32; one part, 128 x 256, 4
-    stages for TF32 (H100, 4096^3 and 8192^3: 128 x 192 with 4-5 stages 4-9%
-    slower, 3 stages 1-7%, tile orders of 4 and 16 rows 2-12%)."""
+def cuda_half_products_for(precision: str, narrow: bool = False) -> KernelSpec:
+    """half_products.cu as the float16 split runs it at ``precision``: for
+    float32 two parts, 128 x 192 blocks with 2 stages, or ``narrow`` 128 x 128
+    with 3 (kernel_choice.half_split_spec says which: H200, 128 x 128 with 2
+    stages 4-8% slower than with 3); for TF32 one part, 128 x 256, 4 stages
+    (H100, 4096^3 and 8192^3: 128 x 192 with 4-5 stages 4-9% slower, 3 stages
+    1-7%, tile orders of 4 and 16 rows 2-12%)."""
     parts = HALF_SPLIT_PARTS[precision]
-    return cuda_half_products(PARTS=parts, BN=256, STAGES=4) if parts == 1 else cuda_half_products(PARTS=parts)
+    if parts == 1:
+        return cuda_half_products(PARTS=parts, BN=256, STAGES=4)
+    return cuda_half_products(PARTS=parts, BN=128, STAGES=3) if narrow else cuda_half_products(PARTS=parts)
 
 
 _SPECS = {
@@ -766,7 +770,8 @@ STAGES = ("naive", "tile_16", "tile_32", "tile_threads", "tile_simdgroup", "tile
 _EMULATION_SPECS = {
     "cuda": [cuda_int8_residue_gemm(), cuda_int8_line_stats(), cuda_int8_choice(), cuda_int8_residues(),
              cuda_int8_products(), cuda_int8_fallback(), cuda_int8_reconstruct(), cuda_half_split(),
-             cuda_half_products(), cuda_half_split(HALF_SPLIT_PARTS["tf32"]), cuda_half_products_for("tf32")],
+             cuda_half_products(), cuda_half_products_for("float32", narrow=True),
+             cuda_half_split(HALF_SPLIT_PARTS["tf32"]), cuda_half_products_for("tf32")],
     "metal": [],
 }
 

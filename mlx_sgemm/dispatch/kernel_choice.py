@@ -89,6 +89,13 @@ _WGMMA_ROWS = {"float32": (32, 64, 128), "tf32": (32, 64, 128, 256)}
 # tries both.
 EMULATED = dataclasses.replace(specs.cuda_int8_products(), stage="int8_emulated")
 HALF_SPLIT = dataclasses.replace(specs.cuda_half_products_for("float32"), stage="fp16_emulated")
+HALF_SPLIT_NARROW = dataclasses.replace(specs.cuda_half_products_for("float32", narrow=True), stage="fp16_emulated")
+# What a 128 x 128 tile of the split's float32 products costs against one of
+# 128 x 192, each SM taking a tile at a time: 0.66-0.71 on an H200, products
+# kernel alone, from 2048^3 to 8192^3 (docs/performance-log.md, "The float16
+# split's products in blocks of 128 x 128 where they fill the rounds"), about
+# the 2/3 of their outputs. A middle value.
+NARROW_PRODUCTS_TILE_COST = 0.69
 # At TF32 the split keeps one float16 part (one product, at float16's rate,
 # twice TF32's): it takes products whose M and N have a harmonic mean
 # 2 M N / (M + N) of at least HALF_TF32_MIN_HARMONIC, K at least
@@ -138,6 +145,24 @@ def emulation_op(launch: Launch):
 def _emulation_runs(p: Plan) -> bool:
     """Whether the INT8 emulation takes ``p`` at all: one product, K within its bound."""
     return p.batch == 1 and p.K <= INT32_EXACT_K
+
+
+def half_split_spec(precision: str, m: int, n: int, sms: int | None = None) -> specs.KernelSpec:
+    """The float16 split's products kernel for an M x N product: at TF32
+    HALF_SPLIT_TF32; at float32 128 x 128 blocks where their rounds of tiles
+    (one a Hopper SM at a time, on ``sms`` SMs) take less time than 128 x
+    192's, a narrow round costing NARROW_PRODUCTS_TILE_COST of a wide one,
+    else 128 x 192. H200, products alone: 2048^3 113 -> 74 us (one round of
+    256 tiles against two of 176), 4096^3 594 -> 535 (8 rounds against 6);
+    8192^3 keeps 128 x 192 (21 rounds: 4,184 us, against 32 rounds: 4,503)."""
+    if precision == "tf32":
+        return HALF_SPLIT_TF32
+    sms = sms or _multiprocessors()
+
+    def rounds(bn: int) -> int:
+        return -(-(-(-m // 128) * -(-n // bn)) // sms)
+
+    return HALF_SPLIT_NARROW if rounds(128) * NARROW_PRODUCTS_TILE_COST < rounds(192) else HALF_SPLIT
 
 
 def half_split_serves(precision: str, p: Plan) -> bool:
@@ -250,7 +275,7 @@ def choose_with_rule(
                 f"M <= {SMALL_M} rows: bound by reading B; float32 FMAs at memory speed, in either precision")
         if device.has_wgmma() if wgmma is None else wgmma:
             if precision == "float32" and p is not None and half_split_serves(precision, p):
-                return HALF_SPLIT, (
+                return half_split_spec(precision, p.M, p.N), (
                     f"Hopper, float32, one product with M, N and K >= {HALF_SPLIT_MIN_SIDE}: the float16 split "
                     "(chapter 7), faster there than the 3xTF32 wgmma pipeline and the INT8 emulation")
             if precision == "tf32" and p is not None and half_split_serves(precision, p):
@@ -395,7 +420,7 @@ def candidates(backend: str, precision: str, p: Plan) -> list[Launch]:
                                      BM=base.block_m, IN_FLIGHT=t["IN_FLIGHT"],
                                      LOOKAHEAD=t["LOOKAHEAD"], TMA=t["TMA"]), splits)
             if float32 and p.batch == 1 and p.M > SMALL_M:
-                add(HALF_SPLIT)
+                add(half_split_spec("float32", p.M, p.N))
                 if _emulation_runs(p):
                     add(EMULATED)
             if not float32 and p.batch == 1 and p.M > SMALL_M:

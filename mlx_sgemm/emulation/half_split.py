@@ -38,7 +38,7 @@ import mlx.core as mx
 import numpy as np
 
 from ..build import specs
-from ..dispatch import device
+from ..dispatch import device, kernel_choice
 from . import gpu
 from . import scheme
 from .op import as_2d_products
@@ -123,7 +123,7 @@ def split_product(a: mx.array, b: mx.array, precision: str = "float32", stream=N
     if min(m, n, k) == 0:
         return mx.zeros((m, n), dtype=mx.float32, stream=stream)
     bt = b.T
-    products = specs.cuda_half_products_for(precision)
+    products = kernel_choice.half_split_spec(precision, m, n)
     # Each operand's statistics, then its split, which takes them for lines
     # it cannot read whole (and makes them for those it can).
     ah, a_stats = _split(a, gpu.line_stats(a, stream, WHOLE_K), products.block_m, PARTS[precision], stream)

@@ -112,12 +112,13 @@ def test_hopper_takes_the_float16_split_for_big_products(precision, a_shape, b_s
     """float32: the two-part split; TF32: the one-part split, where M and N are large."""
     p = plan(a_shape, b_shape)
     spec, rule = kernel_choice.choose_with_rule(device.CUDA, precision, p, wgmma=True)
-    ours, other = ((kernel_choice.HALF_SPLIT, kernel_choice.HALF_SPLIT_TF32) if precision == "float32"
-                   else (kernel_choice.HALF_SPLIT_TF32, kernel_choice.HALF_SPLIT))
-    assert (spec == ours) == split, rule
+    ours, others = (((kernel_choice.HALF_SPLIT, kernel_choice.HALF_SPLIT_NARROW), (kernel_choice.HALF_SPLIT_TF32,))
+                    if precision == "float32" else
+                    ((kernel_choice.HALF_SPLIT_TF32,), (kernel_choice.HALF_SPLIT, kernel_choice.HALF_SPLIT_NARROW)))
+    assert (spec in ours) == split, rule
     assert kernel_choice.is_emulated(kernel_choice.Launch(spec)) == split
     assert ("float16 split" in rule) == split
-    assert spec not in (other, kernel_choice.EMULATED)  # the INT8 emulation: slower than the split wherever timed
+    assert spec not in (*others, kernel_choice.EMULATED)  # the INT8 emulation: slower than the split wherever timed
     # Never without wgmma, or deterministic (a row must not depend on the others).
     assert not kernel_choice.is_emulated(kernel_choice.Launch(kernel_choice.choose(device.CUDA, precision, p, wgmma=False)))
     assert not kernel_choice.is_emulated(kernel_choice.deterministic(device.CUDA, precision, wgmma=True))
@@ -183,3 +184,20 @@ def test_tile_simdgroup_has_a_loading_warpgroup_only_where_setmaxnreg_is():
     assert dict(other.template)["LOADERS"] == 0 and other.threadgroup == (256, 1, 1)
     assert dict(other.template)["STAGES"] == 2 and other.shared_memory <= 163 * 1024
     assert other.stage == "tile_simdgroup" and other.name != hopper.name
+
+
+# (M, N) -> the float16 split's products block at float32 on 132 SMs: 128 x 128
+# where its rounds of tiles, each NARROW_PRODUCTS_TILE_COST of a round of 128 x
+# 192, take less time (the shapes measured for the rule, H200).
+@pytest.mark.parametrize("mn, block_n", [
+    ((2048, 2048), 128),    # 256 tiles: 2 rounds, against 2 of 176 tiles a third wider
+    ((4096, 4096), 128),    # 8 rounds (5.5), against 6
+    ((2048, 4096), 128), ((4096, 2048), 128), ((2048, 14336), 128), ((4095, 4097), 128),
+    ((3072, 3072), 192),    # 5 rounds (3.45), against 3
+    ((8192, 8192), 192),    # 32 rounds (22.1), against 21
+])
+def test_the_float16_split_takes_narrow_blocks_where_they_fill_the_rounds(mn, block_n):
+    spec = kernel_choice.half_split_spec("float32", *mn, sms=kernel_choice.HOPPER_SMS)
+    assert (spec.block_m, spec.block_n) == (128, block_n)
+    assert spec.stage == kernel_choice.HALF_SPLIT.stage
+    assert kernel_choice.half_split_spec("tf32", *mn) is kernel_choice.HALF_SPLIT_TF32

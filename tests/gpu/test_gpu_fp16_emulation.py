@@ -75,6 +75,29 @@ def test_every_output_written_at_the_tile_edges(m, n, k):
     assert scheme.errors(c, a, b)[0] <= 1e-7
 
 
+@pytest.mark.parametrize("m, n, k, poison", [(129, 193, 65, None), (1000, 999, 4097, None), (300, 520, 200, "inf"),
+                                            (2048, 2048, 512, None), (700, 1500, 300, "wide")])
+def test_both_products_blocks_give_the_same_outputs(monkeypatch, m, n, k, poison):
+    """128 x 192 and 128 x 128 blocks (kernel_choice.half_split_spec) sum each
+    output's k-tiles in the same order: the same outputs bit for bit, at tile
+    edges, with the fallback's tiles (an Inf and a NaN line) and with none
+    split (a line too wide), every output written (NaN-poisoned outputs)."""
+    from mlx_sgemm.dispatch import kernel_choice
+
+    rng = np.random.default_rng(m + n + k)
+    a, b = _inputs("1e30 next to 1e-30" if poison == "wide" else "normal", m, n, k, rng)
+    if poison == "inf":
+        a[5, 3], b[7, 400] = np.inf, np.nan
+    x, y = mx.array(a), mx.array(b)
+    got = {}
+    for spec in (kernel_choice.HALF_SPLIT, kernel_choice.HALF_SPLIT_NARROW):
+        monkeypatch.setattr(kernel_choice, "half_split_spec", lambda *args, spec=spec, **kw: spec)
+        with launcher.poisoned_outputs():
+            got[spec.block_n] = np.array(half_split.split_product(x, y))
+    assert np.array_equal(got[192], got[128], equal_nan=True)
+    assert np.isfinite(got[128]).all() if poison is None else (~np.isnan(got[128])).any()
+
+
 def test_k_past_the_int8_emulations_bound():
     """No integer bound here: float32 sums, any K."""
     rng = np.random.default_rng(3)
