@@ -152,9 +152,9 @@ def half_split_spec(precision: str, m: int, n: int, sms: int | None = None) -> s
     HALF_SPLIT_TF32; at float32 128 x 128 blocks where their rounds of tiles
     (one a Hopper SM at a time, on ``sms`` SMs) take less time than 128 x
     192's, a narrow round costing NARROW_PRODUCTS_TILE_COST of a wide one,
-    else 128 x 192. H200, products alone: 2048^3 113 -> 74 us (one round of
-    256 tiles against two of 176), 4096^3 594 -> 535 (8 rounds against 6);
-    8192^3 keeps 128 x 192 (21 rounds: 4,184 us, against 32 rounds: 4,503)."""
+    else 128 x 192: narrow at 2048^3 (two rounds of 256 tiles against two of
+    176, a third wider) and 4096^3 (8 rounds against 6), wide at 8192^3 (32
+    rounds against 21) and 3072^3 (5 against 3)."""
     if precision == "tf32":
         return HALF_SPLIT_TF32
     sms = sms or _multiprocessors()
