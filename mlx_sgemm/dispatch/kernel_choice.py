@@ -160,7 +160,7 @@ def half_split_spec(precision: str, m: int, n: int, sms: int | None = None) -> s
     sms = sms or _multiprocessors()
 
     def rounds(bn: int) -> int:
-        return -(-(-(-m // 128) * -(-n // bn)) // sms)
+        return math.ceil(math.ceil(m / 128) * math.ceil(n / bn) / sms)
 
     return HALF_SPLIT_NARROW if rounds(128) * NARROW_PRODUCTS_TILE_COST < rounds(192) else HALF_SPLIT
 
