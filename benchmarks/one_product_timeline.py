@@ -11,10 +11,12 @@ at a time"), under PyTorch's profiler, whose CUPTI tracing sees every kernel
 of the process, MLX's included (PyTorch is on the GPU machine; MLX and it
 share the CUDA driver). Per evaluation, a row: its kernels (name and
 duration), the span from the first kernel's start to the last one's end,
-the time from MLX's graph launch to the first kernel, and how long after the
-last kernel MLX's wait for the evaluation (cudaEventSynchronize, in
-``mx.eval``) returned. Host-timed medians of the same calls go beside them
-(``bench.timing.one_call_seconds``). --from-trace summarizes a trace this
+the host's time before MLX's graph launch (from the end of the previous
+evaluation's wait: the op's build and MLX's evaluation of each node) with the
+CUDA API calls made in it, the time from the launch to the first kernel, and
+how long after the last kernel MLX's wait for the evaluation
+(cudaEventSynchronize, in ``mx.eval``) returned. Host-timed medians of the
+same calls go beside them (``bench.timing.one_call_seconds``). --from-trace summarizes a trace this
 script exported (any machine). MLX_ENABLE_TF32 follows --precision, set
 before MLX is imported (MLX reads it once).
 """
@@ -27,6 +29,8 @@ import os
 import sys
 
 KERNEL_CATEGORY, SYNC = "kernel", "cudaEventSynchronize"
+HOST_WAITS = (SYNC, "cudaStreamSynchronize")  # mx.eval's wait, mx.synchronize's
+API_CATEGORIES = ("cuda_runtime", "cuda_driver")
 OPS = ["matmul", "mx.matmul"]  # evaluated in this order, in turn
 
 
@@ -38,6 +42,8 @@ def summarize(events: list[dict]) -> list[dict]:
     events = sorted((e for e in events if e.get("ph") == "X"), key=lambda e: e["ts"])
     kernels = [e for e in events if e.get("cat") == KERNEL_CATEGORY]
     graph_launches = [e["ts"] for e in events if e["name"] == "cudaGraphLaunch"]
+    host_waits = [e["ts"] + e["dur"] for e in events if e["name"] in HOST_WAITS]
+    api_calls = [e for e in events if e.get("cat") in API_CATEGORIES]
     rows, since = [], float("-inf")
     for wait in (e for e in events if e["name"] == SYNC):
         returned = wait["ts"] + wait["dur"]
@@ -51,10 +57,30 @@ def summarize(events: list[dict]) -> list[dict]:
             "kernels": len(mine),
             "kernel_us": ";".join(f"{_short(k['name'])}={k['dur']:.1f}" for k in mine),
             "span_us": round(last - first, 1),
+            **_before_launch(launches[0] if launches else None, host_waits, api_calls),
             "launch_to_first_kernel_us": round(first - launches[0], 1) if launches else "",
             "wait_returned_after_last_kernel_us": round(returned - last, 1),
         })
     return rows
+
+
+def _before_launch(launch: float | None, host_waits: list[float], api_calls: list[dict]) -> dict:
+    """The host's time before an evaluation's graph launch, from the end of
+    the last wait before it (the previous evaluation's mx.eval or
+    mx.synchronize): the op's build, MLX's evaluation of each node and its
+    graph update; and the CUDA API calls made in it, their time summed by
+    name, longest first. Blank for a launch with no wait before it."""
+    after = [t for t in host_waits if launch is not None and t <= launch]
+    if not after:
+        return {"host_before_launch_us": "", "api_before_launch_us": ""}
+    start = max(after)
+    spent: dict[str, float] = {}
+    for e in api_calls:
+        if start <= e["ts"] < launch:
+            spent[e["name"]] = spent.get(e["name"], 0.0) + e["dur"]
+    return {"host_before_launch_us": round(launch - start, 1),
+            "api_before_launch_us": ";".join(f"{name}={us:.1f}" for name, us in
+                                             sorted(spent.items(), key=lambda item: -item[1]))}
 
 
 def _short(name: str) -> str:
