@@ -16,9 +16,9 @@ evaluation's wait: the op's build and MLX's evaluation of each node) with the
 CUDA API calls made in it, the time from the launch to the first kernel, and
 how long after the last kernel MLX's wait for the evaluation
 (cudaEventSynchronize, in ``mx.eval``) returned. Host-timed medians of the
-same calls go beside them (``bench.timing.one_call_seconds``). --from-trace summarizes a trace this
-script exported (any machine). MLX_ENABLE_TF32 follows --precision, set
-before MLX is imported (MLX reads it once).
+same calls go beside them (``bench.timing.one_call_seconds``). --from-trace
+summarizes a trace this script exported (any machine). MLX_ENABLE_TF32
+follows --precision, set before MLX is imported (MLX reads it once).
 """
 
 from __future__ import annotations
@@ -70,10 +70,10 @@ def _before_launch(launch: float | None, host_waits: list[float], api_calls: lis
     mx.synchronize): the op's build, MLX's evaluation of each node and its
     graph update; and the CUDA API calls made in it, their time summed by
     name, longest first. Blank for a launch with no wait before it."""
-    after = [t for t in host_waits if launch is not None and t <= launch]
-    if not after:
+    waits_before = [t for t in host_waits if launch is not None and t <= launch]
+    if not waits_before:
         return {"host_before_launch_us": "", "api_before_launch_us": ""}
-    start = max(after)
+    start = max(waits_before)
     spent: dict[str, float] = {}
     for e in api_calls:
         if start <= e["ts"] < launch:
