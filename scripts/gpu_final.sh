@@ -5,6 +5,7 @@
 #   bash scripts/gpu_final.sh bench          the recorded sweep and the shape suite
 #   bash scripts/gpu_final.sh half           the half products: kernel times, the shape suite in both half types
 #   bash scripts/gpu_final.sh models         the bfloat16 models (prefill, decode, generate) and a generate timeline
+#   bash scripts/gpu_final.sh timeline       one float32 product's kernels and host time, at 2048^3 and 4096^3
 source scripts/gpu_env.sh
 case "$1" in
   tests|tests-dtypes)
@@ -62,6 +63,16 @@ case "$1" in
     MODE=generate timeout 200 python3 benchmarks/decode_timeline.py > "$OUT/generate-timeline.txt" \
       2> "$OUT/generate-timeline.log"
     grep -E "^==|runtime" "$OUT/generate-timeline.txt"; tail -3 "$OUT/generate-timeline.log"
+    ;;
+  timeline)
+    # matmul and mx.matmul in turn, three evaluations each: the kernels, the
+    # host's time before the graph launch with its CUDA API calls, the wait
+    # after the last kernel (benchmarks/one_product_timeline.py).
+    for n in 2048 4096; do
+      timeout 120 python3 benchmarks/one_product_timeline.py --size $n --evaluations 3 \
+        --csv "$OUT/one-product-timeline-$n.csv" > "$OUT/timeline-$n.log" 2>&1
+      cut -d, -f8- "$OUT/one-product-timeline-$n.csv"
+    done
     ;;
   bench)
     timeout 500 python3 -m mlx_sgemm bench --quiet --out "$OUT/bench" > "$OUT/bench.log" 2>&1
