@@ -92,9 +92,9 @@ float acc[NT][4] = {};
 // fragments (fast: an IntTag, 1 for vector loads), multiply(frag) takes its
 // products. The full chunks go one of two ways, each the faster for its
 // layout as measured (H200, bfloat16, 1x14336x4096, blocks of 8 warps:
-// docs/performance-log.md, "half_gemv: a ring of chunks for x @ W.T"; the
-// ring was not tried again on row-major B with the blocks of 4 warps that
-// matmul runs there now):
+// docs/performance-log.md, "half_gemv: a ring of chunks for x @ W.T"; with
+// blocks of 4 and of 16 warps the ring lost again on row-major B, 46 and 49
+// us against 31: "half_gemv: row-major W on a ring again"):
 // - a ring (column-major B: 30.8 us against 32.2 for sets): slot s of S =
 //   2 IN_FLIGHT holds this warp's chunk c0 + s WARPS of the round from c0 and
 //   is loaded again with the next round's as soon as its products are taken,
