@@ -44,7 +44,7 @@ def accuracy_table(path: str | None) -> None:
         for kind in KINDS:
             a, b = accuracy.emulation_inputs(kind, 256, 256, k, rng)
             x, y = mx.array(a), mx.array(b)
-            choice = half_split.choose(gpu.line_stats(x), gpu.line_stats(y.T), 256, 256, k)
+            choice = half_split.choose(*gpu.line_stats(x, y.T), 256, 256, k)
             split = int(np.array(choice)[0]) == 1
             rows.append(dict(device=device.name(), K=k, inputs=kind,
                              computed_by="fp16_emulated" if split else "tile_threads (fallback)",
@@ -72,10 +72,10 @@ def main() -> None:
         medians = timing.alternating_medians(fns, rounds=3, repeats=args.repeats)
         bt = b.T
         whole_k = half_split.WHOLE_K
-        a_read, b_read = gpu.line_stats(a, None, whole_k), gpu.line_stats(bt, None, whole_k)
+        a_read, b_read = gpu.line_stats(a, bt, None, whole_k)
         products = kernel_choice.half_split_spec("float32", size, size)
-        ah, a_stats = half_split._split(a, a_read, products.block_m)
-        bh, b_stats = half_split._split(bt, b_read, products.block_n)
+        split_operands = lambda: half_split.split_both(a, bt, a_read, b_read, products.block_m, products.block_n)  # noqa: E731
+        ah, bh, a_stats, b_stats = split_operands()
         choice = half_split.choose(a_stats, b_stats, size, size, size)
         direct = gpu.fallback_product(a, b, choice, a_stats, b_stats)
         a3, b3 = accuracy.random_operands((size, 3 * size), (3 * size, size))
@@ -85,10 +85,9 @@ def main() -> None:
             # A's rows are contiguous: its split reads them whole and takes
             # their statistics itself, and line_stats writes nothing for them.
             "phase: line statistics (A: none; B^T)": lambda: mx.concatenate(
-                [gpu.line_stats(a, None, whole_k), gpu.line_stats(bt, None, whole_k)], 1),
+                gpu.line_stats(a, bt, None, whole_k), 1),
             "phase: choice (on the device)": lambda: half_split.choose(a_stats, b_stats, size, size, size),
-            "phase: split of A (with its statistics)": lambda: half_split._split(a, a_read, products.block_m),
-            "phase: split of B (read as B^T)": lambda: half_split._split(bt, b_read, products.block_n),
+            "phase: split of A (with its statistics) and of B^T, one launch": split_operands,
             "phase: fallback tiles (none here)": lambda: gpu.fallback_product(a, b, choice, a_stats, b_stats),
             "phase: products (wgmma, 3 float16 products)": lambda: half_split._products(
                 ah, bh, a_stats, b_stats, choice, direct, size, size, size, products),

@@ -101,7 +101,7 @@ def main() -> None:
         direct = gpu.fallback_product(x.a, x.b, x.choice, x.a_stats, x.b_stats)
         mx.eval(ra, rb, q, direct)
         phases = {
-            "phase: line statistics (A and B^T)": lambda: mx.concatenate([gpu.line_stats(a), gpu.line_stats(x.bt)], 1),
+            "phase: line statistics (A and B^T)": lambda: mx.concatenate(gpu.line_stats(a, x.bt), 1),
             "phase: choice (on the device)": lambda: gpu.choose(x.a_stats, x.b_stats, size, size, size),
             "phase: residues of A": lambda: gpu.residues(x.a, x.a_stats, x.choice, s_max, specs.RESIDUE_TILE_M),
             "phase: residues of B (read as B^T)": lambda: gpu.residues(x.bt, x.b_stats, x.choice, s_max,

@@ -1,155 +1,26 @@
-#include "sgemm/async_copy.cuh"
-#include "sgemm/int8_tiles.cuh"
-#include "sgemm/line_chunks.cuh"
-#include "sgemm/line_stats.cuh"
-// The float16 split (mlx_sgemm/emulation/half_split.py), step 1: one operand's lines (x: lines x K, any
-// strides: A's rows, or B^T's rows) scaled each by its own power of two, so
-// that its largest magnitude lies in [2^(TOP-1), 2^TOP) (sgemm::half_shift_of),
-// and rounded to float16: big = fp16(x 2^shift), and with PARTS = 2 (float32
-// accuracy) also small = fp16(x 2^shift - big) (the difference is exact in
-// float32); PARTS = 1 is the TF32-accuracy mode's one part. Written as the
-// products kernel copies them:
-// tiles of 128-byte rows (64 halves of K) in wgmma's 128-byte swizzle, the
-// INT8 residues' layout (sgemm/int8_tiles.cuh) with the parts where the moduli
-// are. Zeros fill the padding (lines past `lines`, K past K) and every line
-// holding an Inf or NaN. Also written: the lines' statistics (stats_out),
-// which the choice and the products read.
+#include "sgemm/half_split_block.cuh"
+// The float16 split (mlx_sgemm/emulation/half_split.py), step 1, for both
+// operands in one launch: A's rows (a: M x K) and B^T's rows (bt: N x K, B's
+// columns), any strides, each line scaled by its own power of two and rounded
+// to PARTS float16 parts in the products' swizzled tiles (a_parts, b_parts),
+// with the lines' statistics (a_stats_out, b_stats_out): see
+// sgemm/half_split_block.cuh. One launch, not one an operand: each node of
+// MLX's graph costs a product evaluated alone a few microseconds of host time
+// (docs/performance-log.md, "The float16 split in fewer launches").
 //
-// Two ways through, chosen from x's strides where the kernel runs (MLX's
-// arrays show the host no strides):
-// - Whole lines: where a line's k are contiguous and K <= WHOLE_K, a block
-//   copies one line into shared memory (256 threads, up to CHUNKS_A_THREAD
-//   chunks of 8 k each), takes its statistics (sgemm::LineStats) and writes
-//   its parts: x is read once, and int8_line_stats.cu, given WHOLE_K, left
-//   these lines alone.
-// - Tiles: otherwise (B row-major, read as B^T, whose lines are its columns;
-//   or K past WHOLE_K), the statistics come from int8_line_stats.cu (`stats`,
-//   copied to stats_out), and a block covers 64 lines x one k-tile of 64 (512
-//   chunks of 8 k, read by sgemm::LineBlock), two chunks a thread. The blocks
-//   go from the last lines to the first: the statistics' read of x ended
-//   there, so the first blocks find their lines still in L2.
+// The first split_blocks(..) of B^T's blocks take B^T, the rest A: B^T's
+// tile-way blocks go from its last lines, which int8_line_stats.cu read
+// last, so they come first, while those lines are still in L2.
 //
-// params: lines, K, lines per tile, tiles, k-tiles (of 64). The grid covers
-// the larger of the two ways' blocks; the other blocks stop at once.
-static_assert(PARTS == 1 || PARTS == 2, "big, or big and small");
-constexpr int LINES = 64, K_TILE = sgemm::RESIDUE_K_TILE / 2, CHUNK = 8;
-constexpr int CHUNKS = LINES * K_TILE / CHUNK;
-constexpr int THREADS = 256, CHUNKS_A_THREAD = WHOLE_K / (THREADS * CHUNK);
-static_assert(CHUNKS_A_THREAD * THREADS * CHUNK == WHOLE_K, "whole lines: a block's chunks of 8 k");
-const int lines = params[0], K = params[1], per_tile = params[2], tiles = params[3], k_tiles = params[4];
-int8_t* const out = reinterpret_cast<int8_t*>(parts);
-
-// Chunk `chunk` (of 8 k, counted along the line) of `line`, scaled by 2^shift,
-// as its float16 parts into their tiles: 16 bytes a part; zeros for a line
-// holding an Inf or NaN (shift NON_FINITE_LINE).
-auto write_chunk = [&](float (&v)[CHUNK], int line, int chunk, int shift) {
-  if (shift == sgemm::NON_FINITE_LINE) {
-#pragma unroll
-    for (int e = 0; e < CHUNK; ++e) v[e] = 0.0f;
-    shift = 0;
-  }
-  sgemm::scale_by_power_of_two(v, shift);
-  uint32_t parts_of[PARTS][4];  // [part][pair of halves]
-#pragma unroll
-  for (int w = 0; w < 4; ++w) {
-    const __half2 hi = __floats2half2_rn(v[2 * w], v[2 * w + 1]);
-    parts_of[0][w] = *reinterpret_cast<const uint32_t*>(&hi);
-    if constexpr (PARTS == 2) {
-      const __half2 lo = __floats2half2_rn(v[2 * w] - __low2float(hi), v[2 * w + 1] - __high2float(hi));
-      parts_of[PARTS - 1][w] = *reinterpret_cast<const uint32_t*>(&lo);
-    }
-  }
-  const int k_tile = chunk / (K_TILE / CHUNK);
-  const int64_t in_tile = sgemm::swizzled_offset(line % per_tile, 16 * (chunk % (K_TILE / CHUNK)));
-#pragma unroll
-  for (int part = 0; part < PARTS; ++part) {
-    const uint32_t* const w = parts_of[part];
-    *reinterpret_cast<uint4*>(out + sgemm::residue_tile_offset(part, line / per_tile, k_tile, tiles, k_tiles,
-                                                                per_tile) + in_tile) = make_uint4(w[0], w[1], w[2], w[3]);
-  }
-};
-
-// The block's shared memory: its line (whole lines) or its staged tile.
-using Tiles = sgemm::LineBlock<LINES, K_TILE>;
-constexpr int STAGED_FLOATS = sizeof(Tiles::Staging) / sizeof(float);
-__shared__ __align__(16) float shared_floats[WHOLE_K > STAGED_FLOATS ? WHOLE_K : STAGED_FLOATS];
-
-if (sgemm::lines_read_whole(x_strides[1], K, WHOLE_K)) {
-  const int line = blockIdx.x;
-  if (line >= tiles * per_tile) return;
-  const bool live = line < lines;
-  const float* const row = x + static_cast<int64_t>(line) * x_strides[0];
-  const bool aligned = reinterpret_cast<uintptr_t>(row) % 16 == 0;
-  const int line_chunks = k_tiles * (K_TILE / CHUNK);
-  // Thread t's chunks t, t + 256, ..: copied into shared memory without
-  // registers (cp.async: all in flight at once, and the registers stay few,
-  // which the tiles' way needs for its occupancy), read back by t alone.
-  float* const line_values = shared_floats;
-  auto for_each_chunk = [&](auto&& f) {  // f(chunk) for each of this thread's chunks
-#pragma unroll
-    for (int j = 0; j < CHUNKS_A_THREAD; ++j) {
-      const int chunk = threadIdx.x + THREADS * j;
-      if (chunk >= line_chunks) break;
-      f(chunk);
-    }
-  };
-  for_each_chunk([&](int chunk) {
-    const int k0 = CHUNK * chunk;
-    if (live && aligned && k0 + CHUNK <= K) {
-#pragma unroll
-      for (int q = 0; q < CHUNK / 4; ++q) sgemm::cp_async<16>(line_values + k0 + 4 * q, row + k0 + 4 * q, 16);
-    } else {
-#pragma unroll
-      for (int e = 0; e < CHUNK; ++e) line_values[k0 + e] = live && k0 + e < K ? row[k0 + e] : 0.0f;
-    }
-  });
-  sgemm::cp_async_commit();
-  sgemm::cp_async_wait<0>();
-  sgemm::LineStats stats_here = sgemm::LineStats::empty();
-  for_each_chunk([&](int chunk) {
-    float v[CHUNK];
-    sgemm::load_float4s(v, line_values + CHUNK * chunk);
-#pragma unroll
-    for (int e = 0; e < CHUNK; ++e) stats_here.take(v[e]);  // the zeros past K change nothing
-  });
-  // The line's statistics: each warp's, then thread 0 adds the 8 in order.
-  __shared__ sgemm::LineStats of_warp[THREADS / 32];
-  __shared__ int shift;
-  stats_here.add_lanes(1);
-  if (threadIdx.x % 32 == 0) of_warp[threadIdx.x / 32] = stats_here;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < THREADS / 32; ++w) stats_here.add(of_warp[w]);
-    if (live) stats_here.store(stats_out, lines, line);
-    shift = live ? sgemm::half_shift_of(stats_here.largest(), TOP) : sgemm::NON_FINITE_LINE;
-  }
-  __syncthreads();
-  for_each_chunk([&](int chunk) {
-    float v[CHUNK];
-    sgemm::load_float4s(v, line_values + CHUNK * chunk);
-    write_chunk(v, line, chunk, shift);
-  });
-  return;
-}
-
-const int tile_blocks = tiles * per_tile / LINES * k_tiles;
-if (static_cast<int>(blockIdx.x) >= tile_blocks) return;
-const int block_index = tile_blocks - 1 - blockIdx.x;  // the last lines first
-const int line0 = block_index / k_tiles * LINES, k_tile = block_index % k_tiles;
-if (k_tile == 0)
-  for (int i = threadIdx.x; i < 4 * LINES; i += THREADS) {
-    const int l = line0 + i % LINES, q = i / LINES;
-    if (l < lines) stats_out[q * lines + l] = stats[q * lines + l];
-  }
-const Tiles block(x, lines, K, x_strides[0], x_strides[1], line0, k_tile * K_TILE);
-auto& staged = *reinterpret_cast<Tiles::Staging*>(shared_floats);
-block.stage(staged);
-
-for (int j = threadIdx.x; j < CHUNKS; j += THREADS) {
-  const int l = j / 8, chunk = j % 8;
-  const int line = line0 + l;
-  const int shift = line < lines ? sgemm::half_line_shift(stats, line, TOP) : 0;
-  float v[CHUNK];
-  block.load(v, l, chunk, line < lines, staged);
-  write_chunk(v, line, k_tile * (K_TILE / CHUNK) + chunk, shift);
-}
+// params: M, N, K, k-tiles (of 64), A's lines per tile and tiles, B^T's.
+const int m = params[0], n = params[1], K = params[2], k_tiles = params[3];
+const int a_per_tile = params[4], a_tiles = params[5], b_per_tile = params[6], b_tiles = params[7];
+const int b_blocks = sgemm::split_blocks(b_per_tile, b_tiles, k_tiles);
+if (static_cast<int>(blockIdx.x) < b_blocks)
+  sgemm::half_split_block<PARTS, WHOLE_K, TOP>(bt, bt_strides[0], bt_strides[1], b_stats,
+                                               reinterpret_cast<int8_t*>(b_parts), b_stats_out, n, K, b_per_tile,
+                                               b_tiles, k_tiles, blockIdx.x);
+else
+  sgemm::half_split_block<PARTS, WHOLE_K, TOP>(a, a_strides[0], a_strides[1], a_stats,
+                                               reinterpret_cast<int8_t*>(a_parts), a_stats_out, m, K, a_per_tile,
+                                               a_tiles, k_tiles, blockIdx.x - b_blocks);

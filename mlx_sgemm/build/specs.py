@@ -541,11 +541,12 @@ RESIDUE_TILE_M, RESIDUE_TILE_N = 128, 256  # lines per residue tile: the product
 
 def cuda_int8_line_stats() -> KernelSpec:
     """Each line's largest, total and smallest nonzero magnitude and its
-    norm exponent, 8 lines a block, any strides (kernels/cuda/int8_line_stats.cu)."""
+    norm exponent, of A's rows and B^T's in one launch, 8 lines a block, any
+    strides (kernels/cuda/int8_line_stats.cu)."""
     return KernelSpec(
         "int8_line_stats", "cuda", "int8_line_stats.cu", (256, 1, 1), 8, 1,
-        inputs=("x", "params"), outputs=("stats",),
-        input_dtypes=("float32", "int32"), output_dtypes=("float32",),
+        inputs=("a", "bt", "params"), outputs=("a_stats", "b_stats"),
+        input_dtypes=("float32", "float32", "int32"), output_dtypes=("float32", "float32"),
     )
 
 
@@ -631,14 +632,16 @@ HALF_SPLIT_WHOLE_K = 8192
 
 
 def cuda_half_split(PARTS: int = 2) -> KernelSpec:
-    """One operand's lines scaled and rounded to float16 parts (2: big and
-    small, float32 accuracy; 1: big, TF32 accuracy), in the products' swizzled
-    tiles, and their statistics (kernels/cuda/half_split.cu)."""
+    """A's rows and B^T's, in one launch, scaled and rounded to float16 parts
+    (2: big and small, float32 accuracy; 1: big, TF32 accuracy), in the
+    products' swizzled tiles, and their statistics (kernels/cuda/half_split.cu)."""
     return KernelSpec(
         "half_split", "cuda", "half_split.cu", (256, 1, 1), 1, 8,
         (("TOP", HALF_SPLIT_TOP), ("PARTS", PARTS), ("WHOLE_K", HALF_SPLIT_WHOLE_K)),
-        inputs=("x", "stats", "params"), outputs=("parts", "stats_out"),
-        input_dtypes=("float32", "float32", "int32"), output_dtypes=("float16", "float32"),
+        inputs=("a", "bt", "a_stats", "b_stats", "params"),
+        outputs=("a_parts", "b_parts", "a_stats_out", "b_stats_out"),
+        input_dtypes=("float32", "float32", "float32", "float32", "int32"),
+        output_dtypes=("float16", "float16", "float32", "float32"),
     )
 
 

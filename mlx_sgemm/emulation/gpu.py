@@ -2,8 +2,8 @@
 all queued at once, none waiting for another's result on the host.
 
 1. :func:`line_stats` (kernels/cuda/int8_line_stats.cu): each row of A and of
-   B^T (column of B), read in place with any strides: the statistics the
-   scaling and the choice need.
+   B^T (column of B), read in place with any strides, both in one launch: the
+   statistics the scaling and the choice need.
 2. :func:`choose` (kernels/cuda/int8_choice.cu): the moduli and bits a side,
    or why the scheme cannot carry the product, made on the device by the rule
    of :func:`mlx_sgemm.emulation.scheme.decide` (:meth:`Operands.assessment`
@@ -78,16 +78,25 @@ def _launch(spec, inputs, shape, dtype, threads, stream) -> mx.array:
     return _launch_outputs(spec, inputs, [(shape, dtype)], threads, stream)[0]
 
 
-def line_stats(x: mx.array, stream=None, whole_k: int = 0) -> mx.array:
-    """float32 [4, lines] for the rows of x (lines x K, any strides): largest
-    magnitude (NaN or inf where the row holds one), sum of magnitudes, smallest
-    nonzero magnitude (inf if none), norm exponent: scheme.line_extremes in one
-    pass (kernels/cuda/int8_line_stats.cu). ``whole_k``: where x's rows turn
-    out contiguous on the device and K <= whole_k, nothing is written (the
-    float16 split reads such rows whole and takes their statistics itself)."""
-    lines, k = x.shape
-    return _launch(specs.cuda_int8_line_stats(), [x, _int32([lines, k, whole_k])], (4, lines), mx.float32,
-                   32 * lines, stream)
+def line_stats(a: mx.array, bt: mx.array, stream=None, whole_k: int = 0) -> tuple[mx.array, mx.array]:
+    """float32 [4, M] and [4, N]: the statistics of A's rows and of B^T's rows
+    (a: M x K, bt: N x K, any strides): largest magnitude (NaN or inf where
+    the row holds one), sum of magnitudes, smallest nonzero magnitude (inf if
+    none), norm exponent: scheme.line_extremes in one pass over each, both in
+    one launch (kernels/cuda/int8_line_stats.cu). ``whole_k``: for an operand
+    whose rows turn out contiguous on the device with K <= whole_k, nothing
+    is written (the float16 split reads such rows whole and takes their
+    statistics itself)."""
+    (m, k), n = a.shape, bt.shape[0]
+    blocks = _line_stats_blocks(m) + _line_stats_blocks(n)
+    return tuple(_launch_outputs(specs.cuda_int8_line_stats(), [a, bt, _int32([m, n, k, whole_k])],
+                                 [((4, m), mx.float32), ((4, n), mx.float32)], 256 * blocks, stream))
+
+
+def _line_stats_blocks(lines: int) -> int:
+    """Blocks of int8_line_stats.cu an operand of ``lines`` lines takes
+    (sgemm::line_stats_blocks: 8 lines a block)."""
+    return -(-lines // 8)
 
 
 @functools.lru_cache(maxsize=256)
@@ -201,7 +210,7 @@ class Operands:
 
     def __init__(self, a: mx.array, b: mx.array, stream=None):
         self.a, self.b, self.bt = a, b, b.T
-        self.a_stats, self.b_stats = line_stats(self.a, stream), line_stats(self.bt, stream)
+        self.a_stats, self.b_stats = line_stats(self.a, self.bt, stream)
         m, k = a.shape
         self.choice = choose(self.a_stats, self.b_stats, m, b.shape[1], k, stream)
 

@@ -68,21 +68,32 @@ WHOLE_K = specs.HALF_SPLIT_WHOLE_K  # the longest contiguous line half_split.cu 
 _CHOICE_TABLE = 20  # int8_choice.cu's table of bits per count of moduli
 
 
-def _split(x: mx.array, stats: mx.array, per_tile: int, parts: int = 2,
-           stream=None) -> tuple[mx.array, mx.array]:
-    """x's rows (lines x K, any strides) scaled and rounded to ``parts``
-    float16 parts (big, small), in swizzled tiles of ``per_tile`` rows, flat;
-    and the rows' statistics: ``stats`` (gpu.line_stats with WHOLE_K), or,
-    for the rows the kernel read whole, its own."""
-    lines, k = x.shape
-    tiles, k_tiles = -(-lines // per_tile), max(1, -(-k // K_TILE))
-    params = gpu._int32([lines, k, per_tile, tiles, k_tiles])
-    tile_blocks = tiles * per_tile // SPLIT_BLOCK_LINES * k_tiles
-    whole_line_blocks = tiles * per_tile
-    parts_shape = (parts * tiles * per_tile * k_tiles * K_TILE,)
+def split_blocks(per_tile: int, tiles: int, k_tiles: int) -> int:
+    """Blocks of half_split.cu one operand takes (sgemm::split_blocks): a
+    block a line (lines read whole) or one per 64 lines of a k-tile, whichever
+    is more; which way applies is decided on the device."""
+    return max(tiles * per_tile // SPLIT_BLOCK_LINES * k_tiles, tiles * per_tile)
+
+
+def split_both(a: mx.array, bt: mx.array, a_stats: mx.array, b_stats: mx.array, a_per_tile: int,
+               b_per_tile: int, parts: int = 2, stream=None) -> tuple[mx.array, mx.array, mx.array, mx.array]:
+    """A's rows (a: M x K) and B^T's (bt: N x K), any strides, scaled and
+    rounded to ``parts`` float16 parts, each in swizzled tiles of its
+    ``per_tile`` rows, flat, in one launch; and the rows' statistics:
+    ``a_stats`` and ``b_stats`` (gpu.line_stats with WHOLE_K), or, for the
+    rows the kernel read whole, its own. Returns (a_parts, b_parts,
+    a_stats, b_stats)."""
+    (m, k), n = a.shape, bt.shape[0]
+    k_tiles = max(1, -(-k // K_TILE))
+    a_tiles, b_tiles = -(-m // a_per_tile), -(-n // b_per_tile)
+    params = gpu._int32([m, n, k, k_tiles, a_per_tile, a_tiles, b_per_tile, b_tiles])
+    blocks = split_blocks(a_per_tile, a_tiles, k_tiles) + split_blocks(b_per_tile, b_tiles, k_tiles)
+    parts_shape = lambda per_tile, tiles: (parts * tiles * per_tile * k_tiles * K_TILE,)  # noqa: E731
     return tuple(gpu._launch_outputs(
-        specs.cuda_half_split(parts), [x, stats, params], [(parts_shape, mx.float16), (stats.shape, mx.float32)],
-        max(tile_blocks, whole_line_blocks) * 256, stream))
+        specs.cuda_half_split(parts), [a, bt, a_stats, b_stats, params],
+        [(parts_shape(a_per_tile, a_tiles), mx.float16), (parts_shape(b_per_tile, b_tiles), mx.float16),
+         (a_stats.shape, mx.float32), (b_stats.shape, mx.float32)],
+        blocks * 256, stream))
 
 
 def choose(a_stats: mx.array, b_stats: mx.array, m: int, n: int, k: int, stream=None) -> mx.array:
@@ -116,18 +127,21 @@ def product_blocks(tiles: int) -> int:
 
 def split_product(a: mx.array, b: mx.array, precision: str = "float32", stream=None) -> mx.array:
     """float32 a @ b (2-D float32, any strides) by the split on the GPU, all
-    kernels queued at once: statistics, choice, the two splits, the
-    fallback's tiles, the products."""
+    kernels queued at once: the statistics (both operands in one launch),
+    the two splits (one launch), the choice, the fallback's tiles, the
+    products: five graph nodes."""
     m, k = a.shape
     n = b.shape[1]
     if min(m, n, k) == 0:
         return mx.zeros((m, n), dtype=mx.float32, stream=stream)
     bt = b.T
     products = kernel_choice.half_split_spec(precision, m, n)
-    # Each operand's statistics, then its split, which takes them for lines
-    # it cannot read whole (and makes them for those it can).
-    ah, a_stats = _split(a, gpu.line_stats(a, stream, WHOLE_K), products.block_m, PARTS[precision], stream)
-    bh, b_stats = _split(bt, gpu.line_stats(bt, stream, WHOLE_K), products.block_n, PARTS[precision], stream)
+    # The operands' statistics, then their split, which takes them for lines
+    # it cannot read whole (and makes them for those it can): two launches
+    # for both operands.
+    a_read, b_read = gpu.line_stats(a, bt, stream, WHOLE_K)
+    ah, bh, a_stats, b_stats = split_both(a, bt, a_read, b_read, products.block_m, products.block_n,
+                                          PARTS[precision], stream)
     choice = choose(a_stats, b_stats, m, n, k, stream)
     direct = gpu.fallback_product(a, b, choice, a_stats, b_stats, stream)
     return _products(ah, bh, a_stats, b_stats, choice, direct, m, n, k, products, stream)

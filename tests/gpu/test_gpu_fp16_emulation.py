@@ -33,7 +33,7 @@ _inputs = accuracy.emulation_inputs
 
 def _split_taken(x: mx.array, y: mx.array) -> bool:
     m, k = x.shape
-    choice = half_split.choose(gpu.line_stats(x), gpu.line_stats(y.T), m, y.shape[1], k)
+    choice = half_split.choose(*gpu.line_stats(x, y.T), m, y.shape[1], k)
     return int(np.array(choice)[0]) == 1
 
 
