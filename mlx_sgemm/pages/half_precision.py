@@ -1,6 +1,7 @@
-"""Chapter 8's figures, from the recorded runs: the newest shape suite's half
-operands against the issue's targets (benchmarks/shape_suite.py --dtype), the
-bytes of W the few-row products read per second
+"""Chapter 8's figures, from the recorded runs: the newest shape suites' half
+operands, one at a time and as independent calls, against the issue's
+targets (benchmarks/shape_suite.py --dtype), the bytes of W the few-row
+products read per second
 (benchmarks/half_precision.py, ``half-precision-*.csv``), and half_gemv alone
 against MLX's GEMV (benchmarks/ncu_small_m.py, ``half-gemv-kernel-*.csv``), and
 the GPU time of the larger products' kernels against cuBLAS's
@@ -12,7 +13,7 @@ import re
 import statistics
 from pathlib import Path
 
-from ..bench import results
+from ..bench import results, timing
 from .recorded_summaries import newest_by_device, read_rows, suite_shape
 from .sweep_figures import ratio, shape_text
 
@@ -24,36 +25,43 @@ TARGETS = {"M <= 8": 1.0, "M >= 128": 0.9}
 NONE_YET = "No shape suite with half operands is recorded yet (`benchmarks/shape_suite.py --dtype bfloat16 float16`)."
 
 
-def _newest_half_suite() -> tuple[Path, list[dict]] | None:
+def _newest_half_suites() -> dict[str, tuple[Path, list[dict]]]:
+    """{way of calling: (path, half rows)} of the newest suite with half
+    operands timed that way, one at a time first."""
+    found: dict[str, tuple[Path, list[dict]]] = {}
     for path in results.recorded_runs("shapes-*.csv"):  # newest first
-        rows = [r for r in read_rows(path) if results.dtype_of(r) in HALF_DTYPES]
-        if rows:
-            return path, rows
-    return None
+        for row in read_rows(path):
+            calls = results.calls_of(row)
+            if results.dtype_of(row) in HALF_DTYPES and calls not in found:
+                found[calls] = (path, [r for r in read_rows(path) if results.dtype_of(r) in HALF_DTYPES
+                                       and results.calls_of(r) == calls])
+    return {calls: found[calls] for calls in timing.CALLS if calls in found}
 
 
 def suite_table() -> str:
-    """Per half dtype and class of rows, the newest suite's shapes at or above
-    the target, the median and lowest ratio to mx.matmul."""
-    found = _newest_half_suite()
-    if found is None:
+    """Per way of calling (one at a time, then independent calls), per half
+    dtype and class of rows, the newest suite's shapes at or above the target,
+    the median and lowest ratio to mx.matmul."""
+    suites = _newest_half_suites()
+    if not suites:
         return NONE_YET
-    path, rows = found
-    device, calls = rows[0]["device"], results.calls_of(rows[0])
-    lines = [f"{device}, {calls}, `{path.name}` (ratio: mx.matmul's time over ours, the same dtype):", "",
-             "| dtype | rows of C | target | shapes at or above it | median | lowest |",
-             "|---|---|---:|---:|---:|---|"]
-    for dtype in HALF_DTYPES:
-        for label, target in TARGETS.items():
-            mine = [r for r in rows if results.dtype_of(r) == dtype
-                    and (int(r["M"]) <= FEW_ROWS if label == "M <= 8" else int(r["M"]) >= MANY_ROWS)]
-            if not mine:
-                continue
-            ratios = [float(r["ratio"]) for r in mine]
-            low = min(mine, key=lambda r: float(r["ratio"]))
-            lines.append(f"| {dtype} | {label} | {ratio(target)} | {sum(x >= target for x in ratios)}/{len(ratios)} "
-                         f"| {ratio(statistics.median(ratios))} | {ratio(float(low['ratio']))} at {suite_shape(low)} |")
-    return "\n".join(lines)
+    tables = []
+    for calls, (path, rows) in suites.items():
+        lines = [f"{rows[0]['device']}, {calls}, `{path.name}` (ratio: mx.matmul's time over ours, the same dtype):",
+                 "", "| dtype | rows of C | target | shapes at or above it | median | lowest |",
+                 "|---|---|---:|---:|---:|---|"]
+        for dtype in HALF_DTYPES:
+            for label, target in TARGETS.items():
+                mine = [r for r in rows if results.dtype_of(r) == dtype
+                        and (int(r["M"]) <= FEW_ROWS if label == "M <= 8" else int(r["M"]) >= MANY_ROWS)]
+                if not mine:
+                    continue
+                ratios = [float(r["ratio"]) for r in mine]
+                low = min(mine, key=lambda r: float(r["ratio"]))
+                lines.append(f"| {dtype} | {label} | {ratio(target)} | {sum(x >= target for x in ratios)}/{len(ratios)} "
+                             f"| {ratio(statistics.median(ratios))} | {ratio(float(low['ratio']))} at {suite_shape(low)} |")
+        tables.append("\n".join(lines))
+    return "\n\n".join(tables)
 
 
 def weight_bandwidth() -> str:

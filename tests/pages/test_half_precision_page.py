@@ -38,6 +38,15 @@ def test_the_suite_table_counts_each_class_against_its_target(tmp_path, monkeypa
     assert "| bfloat16 | M <= 8 | 1.00x | 1/2 | 0.85x | 0.50x at 1x4096x4096 `x @ W.T` |" in table
     assert "| bfloat16 | M >= 128 | 0.90x | 1/2 | 0.90x | 0.85x at 2048x4096x4096 |" in table
     assert "| float16 |" not in table  # no rows of it
+    # A suite timed as independent calls gets a table of its own, after the
+    # newest one-at-a-time suite's, even where it is newer.
+    write(tmp_path / "shapes-2026-11-28-fake-half.csv", SUITE_COLUMNS,
+          [dict(suite_row("float16", 128, 0.8), calls="independent")])
+    table = half_precision.suite_table()
+    one, independent = table.split("\n\n", 2)[0], table.split("Fake H200, independent")[1]
+    assert "`shapes-2026-11-27-fake-half.csv`" in one and "| bfloat16 | M >= 128 |" in table
+    assert "`shapes-2026-11-28-fake-half.csv`" in independent
+    assert "| float16 | M >= 128 | 0.90x | 0/1 | 0.80x | 0.80x at 128x4096x4096 |" in independent
     # The notebook shows the same table where it does not measure live.
     monkeypatch.setattr(notebook, "mode", lambda: "recorded")
     assert notebook.half_precision_table() == table
