@@ -21,9 +21,9 @@ import datetime
 import statistics
 import sys
 
-SHAPES = ("128,4096,4096", "512,4096,4096", "512,11008,4096", "512,4096,11008", "512,14336,4096",
+SHAPES = ("128,4096,4096", "512,4096,4096", "512,11008,4096", "1024,11008,4096", "512,4096,11008", "512,14336,4096",
           "2048,4096,4096")
-KERNELS = ("mx", "ours", "wgmma:128x128", "wgmma:128x256", "wgmma:64x256")
+KERNELS = ("mx", "ours", "wgmma:128x128", "wgmma:128x192", "wgmma:128x256", "wgmma:64x256")
 EVALUATIONS = 12
 WEIGHT_BYTES = 256 * 2**20
 

@@ -44,7 +44,7 @@ case "$1" in
     fi
     ;;
   half)
-    timeout 150 python3 benchmarks/half_kernel_times.py --kernels mx ours wgmma:128x128 wgmma:128x256 \
+    timeout 150 python3 benchmarks/half_kernel_times.py --kernels mx ours wgmma:128x128 wgmma:128x192 wgmma:128x256 \
       --csv "$OUT/half-kernel-times.csv" > "$OUT/half-kernel-times.log" 2>&1
     grep -E "^==|  (mx|ours) " "$OUT/half-kernel-times.log"
     timeout 300 python3 benchmarks/shape_suite.py --dtype bfloat16 float16 \

@@ -20,10 +20,10 @@
 // (TRANS_A, TRANS_B) where TF32 could not. Both operands come from shared
 // memory by descriptor.
 //
-// Block: BM x BN of C (BM 64 or 128, BN 128 or 256), 384 threads, the float16
-// split's products' shape (sgemm::BulkRing): a producer warpgroup, one of whose
-// threads keeps STAGES k-tiles of A and B in flight, and two consumer
-// warpgroups, each a 64-row x WN part of the block (BM = 128: the two halves
+// Block: BM x BN of C (BM 64 or 128, BN 128 or 256; 192 with BM 128), 384
+// threads, the float16 split's products' shape (sgemm::BulkRing): a producer
+// warpgroup, one of whose threads keeps STAGES k-tiles of A and B in flight,
+// and two consumer warpgroups, each a 64-row x WN part of the block (BM = 128: the two halves
 // of its rows; BM = 64: the two halves of its columns), m64nWNk16 products
 // accumulated by the tensor cores across K in float32, one k-tile's products
 // in flight while the next one's wait. The grid has P blocks a matrix
@@ -36,7 +36,7 @@
 // element by element by the whole producer warpgroup: slow, and correct for
 // any layout.
 static_assert(BM == 64 || BM == 128, "two consumer warpgroups of 64 rows, or of half the columns");
-static_assert(BN == 128 || BN == 256, "m64n64 ... m64n256 products");
+static_assert(BN == 128 || BN == 256 || (BM == 128 && BN == 192), "m64n64, m64n128, m64n192 or m64n256 products");
 constexpr int WN = BM == 128 ? BN : BN / 2;  // a consumer's columns
 constexpr int ACC = WN / 2;
 using ATile = sgemm::HalfKTile<BM>;

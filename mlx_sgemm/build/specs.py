@@ -369,9 +369,9 @@ def cuda_half_wgmma(element: str = "bfloat16", output: str | None = None, *, BM:
     type ``element`` ("float16" or "bfloat16") multiplied on wgmma as they are,
     float32 accumulators, C rounded once to ``output`` (default: ``element``;
     "float32" for split-K's partial sums and gemm). BM x BN blocks (BM 64 or
-    128, BN 128 or 256) of a producer and two consumer warpgroups, STAGES
-    k-tiles of 64 in flight (default: as many as fit in 227 KB, at most 8), a
-    block an SM walking its matrix's tiles."""
+    128, BN 128 or 256, or 192 with BM 128) of a producer and two consumer
+    warpgroups, STAGES k-tiles of 64 in flight (default: as many as fit in 227
+    KB, at most 8), a block an SM walking its matrix's tiles."""
     output = _half_output(element, output)
     stage_bytes = (BM + BN) * HALF_K_TILE * 2
     if STAGES is None:
@@ -814,8 +814,10 @@ def half_wgmma_specs() -> list[KernelSpec]:
             for bm, bn in HALF_WGMMA_BLOCKS] + [cuda_split_sum(t) for t in ("float16", "bfloat16")]
 
 
-# half_wgmma's block shapes, largest first (kernel_choice.half_launch picks one).
-HALF_WGMMA_BLOCKS = ((128, 256), (128, 128), (64, 256), (64, 128))
+# half_wgmma's block shapes, largest first (kernel_choice.half_launch picks
+# one). 192 columns with 128 rows only: with 64 a consumer would take 96
+# columns, a product (m64n96) the kernel does not issue.
+HALF_WGMMA_BLOCKS = ((128, 256), (128, 192), (128, 128), (64, 256), (64, 128))
 
 
 def half_mma_specs() -> list[KernelSpec]:

@@ -595,30 +595,32 @@ def _half_spec(element: str, output: str, bm: int, bn: int, sum_to: str | None =
     return dataclasses.replace(spec, sum_to=sum_to) if sum_to else spec
 
 
-# What one 128 x 256 tile of half_wgmma takes against one of 128 x 128, each
-# SM taking a tile at a time: 1.5-1.8x on an H200 (docs/performance-log.md,
-# "half_wgmma's tiles counted in rounds"), not 2x, for it reads 3/4 of the
-# operands' bytes a product. A middle value of that range.
-WIDE_TILE_COST = 1.65
+# What a round of half_wgmma's tiles of 128 rows takes, each SM taking a
+# tile at a time, by the tiles' columns, against one of 128 columns: 1.27-1.38x
+# for 192 columns, 1.5-1.8x for 256 on an H200 (docs/performance-log.md,
+# "half_wgmma's tiles counted in rounds" and "half_wgmma's tiles of 192
+# columns"), not 1.5x and 2x, for the wider tiles read fewer of the operands'
+# bytes a product. Middle values of those ranges.
+TILE_COSTS = {128: 1.0, 192: 1.35, 256: 1.65}
 
 
 def half_block(p: Plan, wgmma: bool = True) -> tuple[int, int]:
     """The half tensor-core kernel's block for ``p``: 64 rows where C has no
-    more, else 128; for half_wgmma, 256 columns where its rounds of tiles (one
-    a Hopper SM at a time) take less time than 128 columns' rounds, each round
-    of 256-wide tiles costing WIDE_TILE_COST of a round of 128-wide ones: it
-    keeps a last round that would leave most SMs idle from deciding (512 x
-    11008: 172 tiles of 256 columns, two rounds, against three rounds of 128).
-    half_mma's blocks are 128 wide: three stages of 128 x 256 would pass the 99
-    KB of shared memory an sm_86 or sm_89 block may have."""
+    more, else 128; for half_wgmma, the columns (128, 192 with 128 rows, or
+    256) whose rounds of tiles (one a Hopper SM at a time) take the least time,
+    each round costing TILE_COSTS of a round of 128-wide ones, the narrower on
+    a tie: it keeps a last round that would leave most SMs idle from deciding
+    (512 x 11008: 232 tiles of 192 columns, two rounds, against three rounds
+    of 128). half_mma's blocks are 128 wide: three stages of 128 x 256 would
+    pass the 99 KB of shared memory an sm_86 or sm_89 block may have."""
     bm = 64 if p.M <= 64 else 128
     if not wgmma:
         return bm, 128
 
-    def rounds(bn: int) -> int:
-        return -(-p.tile_count(bm, bn) // HOPPER_SMS)
+    def cost(bn: int) -> float:
+        return -(-p.tile_count(bm, bn) // HOPPER_SMS) * TILE_COSTS[bn]
 
-    return bm, 256 if rounds(256) * WIDE_TILE_COST < rounds(128) else 128
+    return bm, min((bn for bn in TILE_COSTS if (bm, bn) in specs.HALF_WGMMA_BLOCKS), key=cost)
 
 
 def half_k_splits(p: Plan, bm: int, bn: int, sms: int = HOPPER_SMS) -> int:

@@ -34,15 +34,16 @@ def route(a_shape, b_shape, dtypes, chooser=None, float32_out=False):
 
 
 # (M, N, K) -> (block, K splits) on Hopper (half_wgmma): 64 rows where C has
-# no more; 256 columns where their rounds of tiles over the 132 SMs take less
-# time than 128 columns' (a round of 256-wide tiles costing WIDE_TILE_COST);
-# K split where fewer than half of the SMs have a tile.
+# no more; the columns (128, 192 or 256) whose rounds of tiles over the 132
+# SMs take the least time (a round costing TILE_COSTS of a round of 128-wide
+# tiles); K split where fewer than half of the SMs have a tile.
 CASES = {
     (4096, 4096, 4096): ((128, 256), 1),
     (2048, 14336, 4096): ((128, 256), 1),
     (512, 14336, 4096): ((128, 256), 1),   # 224 tiles: 2 rounds, against 4 of 128 columns
-    (512, 11008, 4096): ((128, 128), 1),   # 172 tiles: 2 rounds (3.3), against 3 of 128 columns
-    (1024, 11008, 4096): ((128, 256), 1),  # 3 rounds (4.95), against 6
+    (512, 11008, 4096): ((128, 192), 1),   # 232 tiles: 2 rounds (2.7), against 3 of 128 columns, 2 of 256 (3.3)
+    (4095, 4097, 4093): ((128, 128), 1),   # 8 rounds, against 6 of 192 (8.1) and 5 of 256 (8.25)
+    (1024, 11008, 4096): ((128, 256), 1),  # 3 rounds (4.95), against 6 of 128, 4 of 192 (5.4)
     (512, 8192, 4096): ((128, 256), 1),    # 1 round (1.65), against 2
     (512, 4096, 4096): ((128, 128), 1),
     (128, 14336, 4096): ((128, 128), 1),

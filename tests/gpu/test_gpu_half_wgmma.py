@@ -77,11 +77,13 @@ def check_matmul(a, b, stage):
 
 
 # (a's shape, b's shape, how b is viewed): multiples of no tile, every block
-# height and width, K splits (few tiles, long K), batches with broadcasts.
+# height and width (384 x 5750: 128 x 192, two rounds of 128 columns against
+# one of 192), K splits (few tiles, long K), batches with broadcasts.
 SHAPES = [
     ((9, 64), (64, 8)), ((65, 100), (100, 300)), ((128, 1000), (1000, 1000)), ((300, 4096), (4096, 520)),
     ((1000, 1032), (1032, 1000)), ((32, 4096), (4096, 4096)), ((100, 8192), (8192, 200)),
-    ((2048, 1024), (1024, 2048)), ((3, 200, 256), (256, 136)), ((2, 1, 70, 128), (3, 128, 264)),
+    ((2048, 1024), (1024, 2048)), ((383, 200), (200, 5750)), ((3, 200, 256), (256, 136)),
+    ((2, 1, 70, 128), (3, 128, 264)),
 ]
 def transposed_view(x):
     """The same values as a view of their transpose (strides (1, rows)): a weight W as W.T."""
