@@ -5,6 +5,8 @@ half_gemv's among them. Speed is not checked."""
 
 import csv
 
+from mlx_sgemm.build import specs
+
 from . import benchmark_scripts
 
 
@@ -33,8 +35,7 @@ def test_rows_of_the_chosen_kernels_and_the_variants(fake_cuda, tmp_path):
     # for the token, half_gemv's variants and the small-M kernel (--gemv-variants).
     variants = {r["kernel"] for r in rows if r["chosen"] == "False"}
     module = load()
-    assert {v.split("/")[0] for v in variants} == {f"half_wgmma[{m}x{n}]" for m, n in
-                                                   ((128, 256), (128, 128), (64, 256), (64, 128))} | {
+    assert {v.split("/")[0] for v in variants} == {f"half_wgmma[{m}x{n}]" for m, n in specs.HALF_WGMMA_BLOCKS} | {
         "half_mma[128x128]", "small_m[8x32]"} | {f"half_gemv[N{nt},W{w},F{f},B{b}]" for nt, w, f, b in
                                                   module.GEMV_VARIANTS}
     assert all(r["w_gbs"] != "" for r in rows if r["kernel"].startswith(("half_gemv", "small_m")))
