@@ -61,14 +61,22 @@ class _OurProduct:
         try:
             return self._product(x, self["weight"].T)
         except (TypeError, ValueError) as e:
-            if self._path is None:
-                raise
-            raise type(e)(f"{self._path} ({type(self).__name__}), x @ weight.T: {e}") from e
+            raise self._named(e) from e
 
     def _affine(self, x: mx.array) -> mx.array:
-        """x @ W.T (+ bias)."""
-        y = self._local_product(x)
+        """x @ W.T (+ bias). The product is made here, not by calling
+        _local_product: a decode step makes ~30 of these, its time is the
+        host's, and a Python call costs ~0.2 us of it on an H200's host
+        (docs/performance-log.md, "A layer's product, its Python flattened")."""
+        try:
+            y = self._product(x, self["weight"].T)
+        except (TypeError, ValueError) as e:
+            raise self._named(e) from e
         return y + self["bias"] if "bias" in self else y
+
+    def _named(self, e: Exception) -> Exception:
+        """``e``, its message naming where the layer sits in its model (if known)."""
+        return e if self._path is None else type(e)(f"{self._path} ({type(self).__name__}), x @ weight.T: {e}")
 
 
 class Linear(_OurProduct, mlx.nn.Linear):
@@ -106,8 +114,8 @@ class Linear(_OurProduct, mlx.nn.Linear):
         layer.update(dict(linear.parameters()))
         return layer
 
-    def __call__(self, x: mx.array) -> mx.array:
-        return self._affine(x)
+    # The layer is its affine map (one Python call fewer than a __call__ that calls it).
+    __call__ = _OurProduct._affine
 
 
 class _ShardedProduct(_OurProduct):

@@ -304,17 +304,18 @@ _calls: dict = {}
 MAX_CALLS = 1024  # then forgotten at once, like a cache that is rarely full
 
 
-def _call_state(stream) -> tuple:
-    """What a call's compiled function depends on besides its key: the backend
-    (the default device, when no stream is named), the autotuner's entries and
-    the poison flag."""
-    return device.backend(stream), tuning_cache.generation(), launcher.poisoned()
+def _call_state() -> tuple:
+    """What a call's compiled function depends on besides its key: the
+    autotuner's entries and the poison flag. (The backend is the key's: the
+    stream named, or the default device's default stream.)"""
+    return tuning_cache.generation(), launcher.poisoned()
 
 
 def _run(choose, a, b, stream, pad: bool = False, float32_out: bool = False) -> mx.array:
     """``a @ b`` on the kernel ``choose`` picks (see :func:`_forward` for ``pad``
     and ``float32_out``), checked, built and compiled once per call shape."""
-    stream = device.canonical(stream)  # what the caches below are keyed by
+    if stream is not None:
+        stream = device.canonical(stream)  # what the caches below are keyed by
     # MLX's compile keeps a recording per default stream and traces anew under
     # another (mlx-lm generates on a stream of its own), so the compiled
     # function is made, and recorded, per default stream as well (_compiled).
@@ -322,9 +323,8 @@ def _run(choose, a, b, stream, pad: bool = False, float32_out: bool = False) -> 
     if type(a) is mx.array and type(b) is mx.array:
         # Only calls that passed the checks below are remembered: a key with
         # any other dtype is never found.
-        key = (choose, stream, current, pad, float32_out, a.shape, b.shape, a.dtype, b.dtype)
-        seen = _calls.get(key)
-        if seen is not None and seen[0] == _call_state(stream):
+        seen = _calls.get((choose, stream, current, pad, float32_out, a.shape, b.shape, a.dtype, b.dtype))
+        if seen is not None and seen[0] == _call_state():
             return seen[1](a, b)
     check_operand(a, "a", OPERAND_DTYPES)
     check_operand(b, "b", OPERAND_DTYPES)
@@ -336,8 +336,7 @@ def _run(choose, a, b, stream, pad: bool = False, float32_out: bool = False) -> 
                    launcher.poisoned(), current, dtypes=(a.dtype, b.dtype))
     if len(_calls) >= MAX_CALLS:
         _calls.clear()
-    _calls[(choose, stream, current, pad, float32_out, a.shape, b.shape, a.dtype, b.dtype)] = (
-        _call_state(stream), fn)
+    _calls[(choose, stream, current, pad, float32_out, a.shape, b.shape, a.dtype, b.dtype)] = (_call_state(), fn)
     return fn(a, b)
 
 

@@ -86,13 +86,18 @@ def test_a_repeated_call_still_checks_its_operands(fake_cuda):
         ops.matmul(a, np.ones((7, 3), np.float32))
 
 
-def test_a_repeated_call_follows_the_backend(fake_cuda, monkeypatch):
+def test_a_repeated_call_follows_the_default_device(fake_cuda, monkeypatch):
     # A "kernel" whose results are marked (+1), to tell them from mx.matmul's.
     monkeypatch.setattr(launcher, "prepared", lambda spec, a_shape, b_shape, k_splits: (
         lambda a, b, stream, extra: mx.matmul(a, b, stream=stream) + 1))
     a, b = operands((5, 7), (7, 3))
     for _ in range(2):
         assert np.allclose(ops.matmul(a, b), mx.matmul(a, b) + 1, atol=1e-5)
+    # The default device becomes the CPU (as mx.set_default_device(mx.cpu) on
+    # a GPU machine): its default stream is another, which the remembered
+    # calls are keyed by, and the backend is the CPU fallback.
+    cpu_stream = device.canonical(mx.new_stream(mx.cpu))
+    monkeypatch.setattr(device, "current_stream", lambda: cpu_stream)
     monkeypatch.setattr(device, "backend", lambda stream=None: device.CPU_FALLBACK)
     assert np.allclose(ops.matmul(a, b), mx.matmul(a, b), atol=1e-5)
 
