@@ -322,11 +322,14 @@ def explain(
                 (*a_shape[:-1], a_shape[-1] + pad_k), (*b_shape[:-2], b_shape[-2] + pad_k, b_shape[-1] + pad_n))
             chosen_by = "rule: " + kernel_choice.choose_with_rule(backend, precision, padded, has_wgmma)[1]
             if how.spec.stage == "half_wgmma":
+                rounds = kernel_choice.half_wgmma_rounds(padded, how.spec.block_m)
                 chosen_by = (f"rule: both operands {types[0]} on Hopper: multiplied as they are on the tensor "
                              f"cores (chapter 8), a {how.spec.block_m}x{how.spec.block_n} block: "
                              + ("C's rows fit in 64" if how.spec.block_m == 64 else "128 rows")
-                             + (", 256 columns: the tiles still fill the GPU" if how.spec.block_n == 256
-                                else ", 128 columns: more tiles for the GPU's SMs"))
+                             + f", {how.spec.block_n} columns: their rounds of tiles over the SMs take the least "
+                             "time (rounds x a round's cost: "
+                             + ", ".join(f"{bn} columns {r} x {kernel_choice.TILE_COSTS[bn]:g}"
+                                         for bn, r in rounds.items()) + ")")
             elif how.spec.stage == "half_mma":
                 chosen_by = (f"rule: both operands {types[0]} on a CUDA GPU without wgmma: multiplied as they are "
                              f"on the tensor cores by mma.sync (chapter 8), a {how.spec.block_m}x"

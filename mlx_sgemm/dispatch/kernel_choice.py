@@ -616,11 +616,14 @@ def half_block(p: Plan, wgmma: bool = True) -> tuple[int, int]:
     bm = 64 if p.M <= 64 else 128
     if not wgmma:
         return bm, 128
+    rounds = half_wgmma_rounds(p, bm)
+    return bm, min(rounds, key=lambda bn: rounds[bn] * TILE_COSTS[bn])
 
-    def cost(bn: int) -> float:
-        return -(-p.tile_count(bm, bn) // HOPPER_SMS) * TILE_COSTS[bn]
 
-    return bm, min((bn for bn in TILE_COSTS if (bm, bn) in specs.HALF_WGMMA_BLOCKS), key=cost)
+def half_wgmma_rounds(p: Plan, bm: int) -> dict[int, int]:
+    """{columns: rounds of half_wgmma's tiles of ``bm`` rows over a Hopper's
+    SMs} for each width its blocks of ``bm`` rows may have, narrowest first."""
+    return {bn: -(-p.tile_count(bm, bn) // HOPPER_SMS) for bn in TILE_COSTS if (bm, bn) in specs.HALF_WGMMA_BLOCKS}
 
 
 def half_k_splits(p: Plan, bm: int, bn: int, sms: int = HOPPER_SMS) -> int:
