@@ -25,8 +25,10 @@ import pytest
 from mlx_sgemm.build import signatures, sources, specs
 from mlx_sgemm.dispatch import kernel_choice
 from mlx_sgemm.dispatch.problem import plan
+from mlx_sgemm.emulation import gpu, half_split
 
 from .cuda_compilers import (
+    MLX_UTILS,
     CompileError,
     find_libnvrtc,
     nvcc_compile,
@@ -262,3 +264,22 @@ def test_no_generic_memory_accesses(spec):
 @pytest.mark.parametrize("spec", [s for s in ELEMENT_TYPE_SPECS if s.stage in SHARED_AS_SHARED], ids=type_id)
 def test_no_generic_memory_accesses_for_any_element_type(spec):
     check_no_generic_accesses(element_type_build(spec)[1])
+
+
+def test_host_and_device_count_the_emulations_blocks_alike():
+    """int8_line_stats.cu and half_split.cu run both operands in one grid, the
+    first operand's blocks first: the grid the host launches and the split
+    point the kernel computes must agree, or the second operand's blocks
+    would start at the wrong line. Checked at compile time, by NVRTC, for
+    the host's counts (gpu._line_stats_blocks, half_split.split_blocks)."""
+    needs(find_libnvrtc() is not None, "NVRTC")
+    cases = [(lines, per_tile, k_tiles) for lines in (1, 7, 8, 9, 130, 2048, 4097)
+             for per_tile in (128, 192, 256) for k_tiles in (1, 2, 65, 128)]
+    asserts = [f"static_assert(sgemm::line_stats_blocks({lines}) == {gpu._line_stats_blocks(lines)}, \"stats\");"
+               for lines, _, _ in cases]
+    for lines, per_tile, k_tiles in cases:
+        tiles = -(-lines // per_tile)
+        asserts.append(f"static_assert(sgemm::split_blocks({per_tile}, {tiles}, {k_tiles}) == "
+                       f"{half_split.split_blocks(per_tile, tiles, k_tiles)}, \"split\");")
+    headers = "".join(sources.include("cuda", f"sgemm/{h}") for h in ("block_line_stats.cuh", "half_split_block.cuh"))
+    nvrtc_compile(f'#include "{MLX_UTILS}"\n' + headers + "\n".join(asserts) + "\n")
