@@ -61,6 +61,8 @@ class _OurProduct:
         try:
             return self._product(x, self["weight"].T)
         except (TypeError, ValueError) as e:
+            if self._path is None:
+                raise
             raise self._named(e) from e
 
     def _affine(self, x: mx.array) -> mx.array:
@@ -71,12 +73,14 @@ class _OurProduct:
         try:
             y = self._product(x, self["weight"].T)
         except (TypeError, ValueError) as e:
+            if self._path is None:
+                raise
             raise self._named(e) from e
         return y + self["bias"] if "bias" in self else y
 
     def _named(self, e: Exception) -> Exception:
-        """``e``, its message naming where the layer sits in its model (if known)."""
-        return e if self._path is None else type(e)(f"{self._path} ({type(self).__name__}), x @ weight.T: {e}")
+        """``e`` again, its message naming where the layer sits in its model."""
+        return type(e)(f"{self._path} ({type(self).__name__}), x @ weight.T: {e}")
 
 
 class Linear(_OurProduct, mlx.nn.Linear):
