@@ -30,11 +30,9 @@ def _newest_half_suites() -> dict[str, tuple[Path, list[dict]]]:
     operands timed that way, one at a time first."""
     found: dict[str, tuple[Path, list[dict]]] = {}
     for path in results.recorded_runs("shapes-*.csv"):  # newest first
-        for row in read_rows(path):
-            calls = results.calls_of(row)
-            if results.dtype_of(row) in HALF_DTYPES and calls not in found:
-                found[calls] = (path, [r for r in read_rows(path) if results.dtype_of(r) in HALF_DTYPES
-                                       and results.calls_of(r) == calls])
+        half = [r for r in read_rows(path) if results.dtype_of(r) in HALF_DTYPES]
+        for calls in dict.fromkeys(results.calls_of(r) for r in half):
+            found.setdefault(calls, (path, [r for r in half if results.calls_of(r) == calls]))
     return {calls: found[calls] for calls in timing.CALLS if calls in found}
 
 
