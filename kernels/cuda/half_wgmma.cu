@@ -23,13 +23,13 @@
 // Block: BM x BN of C (BM 64 or 128, BN 128 or 256; 192 with BM 128), 384
 // threads, the float16 split's products' shape (sgemm::BulkRing): a producer
 // warpgroup, one of whose threads keeps STAGES k-tiles of A and B in flight,
-// and two consumer warpgroups, each a 64-row x WN part of the block (BM = 128: the two halves
-// of its rows; BM = 64: the two halves of its columns), m64nWNk16 products
-// accumulated by the tensor cores across K in float32, one k-tile's products
-// in flight while the next one's wait. The grid has P blocks a matrix
-// (params[P_BLOCKS_PER_MATRIX]), each taking tiles blockIdx.x % P, + P, ...
-// of its matrix: a persistent block's ring runs on into the next tile while
-// the consumers store the last one's outputs.
+// and two consumer warpgroups, each a 64-row x WN part of the block (BM =
+// 128: the two halves of its rows; BM = 64: the two halves of its columns),
+// m64nWNk16 products accumulated by the tensor cores across K in float32, one
+// k-tile's products in flight while the next one's wait. The grid has P
+// blocks a matrix (params[P_BLOCKS_PER_MATRIX]), each taking tiles
+// blockIdx.x % P, + P, ... of its matrix: a persistent block's ring runs on
+// into the next tile while the consumers store the last one's outputs.
 //
 // Operands the TMA cannot take (strides of no tensor map, rows not 16-byte
 // aligned, a map the host could not make) are written into the same tiles
