@@ -59,7 +59,7 @@ class _OurProduct:
     def _local_product(self, x: mx.array) -> mx.array:
         """x @ W.T with W.T a transposed view, read in place."""
         try:
-            return self._product(x, self["weight"].T)
+            return self._product(x, self["weight"])
         except (TypeError, ValueError) as e:
             if self._path is None:
                 raise
@@ -71,7 +71,7 @@ class _OurProduct:
         host's, and a Python call costs ~0.2 us of it on an H200's host
         (docs/performance-log.md, "A layer's product, its Python flattened")."""
         try:
-            y = self._product(x, self["weight"].T)
+            y = self._product(x, self["weight"])
         except (TypeError, ValueError) as e:
             if self._path is None:
                 raise

@@ -342,9 +342,12 @@ def _run(choose, a, b, stream, pad: bool = False, float32_out: bool = False) -> 
 
 @functools.lru_cache(maxsize=1024)
 def _compiled(choose, backend: str, stream, pad: bool, float32_out: bool, a_shape: tuple, b_shape: tuple,
-              *depends_on, dtypes: tuple = (_F32, _F32)):
+              *depends_on, dtypes: tuple = (_F32, _F32), b_transposed: bool = False):
     """The op for one shape pair (and operand ``dtypes``), under ``mx.compile``
-    (``pad`` and ``float32_out``: see :func:`_forward`).
+    (``pad`` and ``float32_out``: see :func:`_forward`). ``b_transposed``: the
+    function takes B^T (a layer's weight, of shape ``b_shape`` reversed) and
+    multiplies by its transposed view, made inside the recorded graph (see
+    :func:`layer_product`).
 
     Why: a call of the uncompiled op costs ~30 us of host time on an H200's
     host (Python, MLX's custom-function and custom-kernel nodes, and two
@@ -375,13 +378,15 @@ def _compiled(choose, backend: str, stream, pad: bool, float32_out: bool, a_shap
     """
     p = plan(a_shape, b_shape)
     product = _differentiable(choose, backend, stream, pad, float32_out)
+    b_of = (lambda bt: bt.T) if b_transposed else (lambda b: b)  # noqa: E731
     if p.empty:
-        return product
+        return lambda a, b: product(a, b_of(b))
     _route(choose, backend, a_shape, b_shape, *dtypes, pad, float32_out, *_route_depends())  # launch errors here, too
     plain = _forward(choose, backend, stream, pad, float32_out)
     recording = [True]
-    compiled = mx.compile(lambda a, b: (plain if recording[0] else product)(a, b))
-    compiled(mx.zeros(a_shape, dtype=dtypes[0]), mx.zeros(b_shape, dtype=dtypes[1]))  # records; nothing runs
+    compiled = mx.compile(lambda a, b: (plain if recording[0] else product)(a, b_of(b)))
+    compiled(mx.zeros(a_shape, dtype=dtypes[0]),  # records; nothing runs
+             mx.zeros(b_shape[::-1] if b_transposed else b_shape, dtype=dtypes[1]))
     recording[0] = False
     return compiled
 
@@ -448,19 +453,52 @@ def op_by_name(kernel: str, precision: str = "float32", deterministic: bool = Fa
 
 
 def layer_product(kernel: str, precision: str = "float32", deterministic: bool = False):
-    """``(x, w) -> x @ w`` on the default stream, as :func:`op_by_name`'s op
-    computes it, its arguments checked here, once: a layer's product
-    (mlx_sgemm.nn). A decode step makes ~30 of them and is bound by the host's
-    time (docs/performance-log.md, "A bfloat16 decode step, kernel by kernel"),
-    where the op's checks, its chooser's lookup and a partial's keywords are
-    a fifth of matmul's Python."""
+    """``(x, w) -> x @ w.T`` on the default stream, as :func:`op_by_name`'s op
+    computes ``x @ w.T`` with ``w.T`` a transposed view: a layer's product
+    (mlx_sgemm.nn), its arguments checked here, once. One for each layer.
+
+    A decode step makes ~30 of these and is bound by the host's time
+    (docs/performance-log.md, "A bfloat16 decode step, kernel by kernel" and
+    "A layer's call against the compiled call"), so the call is the least
+    that stays right: the layer's last call is remembered (its weight's id,
+    x's shape and dtype, the default stream, the autotuner's generation and
+    the poison flag), and a call like it is that compiled function's replay,
+    with ``w.T`` made inside its recorded graph. Any other call takes
+    :func:`_run`'s checks and route, then is remembered in its turn (a model
+    in training, whose weights are new arrays each step, takes that path)."""
     _checked_name(kernel, precision, deterministic)
     choose, pad = _matmul_choice(precision, deterministic) if kernel == "matmul" else (_stage_kernel(kernel), False)
+    # (id(w), x.shape, x.dtype, default stream, _call_state(), compiled function).
+    # w's id, not w: the layer must not keep a weight it no longer holds alive
+    # (a model in training would hold two copies). Should a new weight reuse
+    # the id, MLX's compiled function still compares its operands' shapes and
+    # dtypes with its recording's and traces anew where they differ.
+    last: list = [None]
 
     def product(x: mx.array, w: mx.array) -> mx.array:
-        return _run(choose, x, w, None, pad)
+        seen = last[0]
+        if (seen is not None and seen[0] == id(w) and seen[1] == x.shape and seen[2] == x.dtype
+                and seen[3] == mx.default_stream(mx.default_device()) and seen[4] == _call_state()):
+            return seen[5](x, w)
+        return _first_layer_call(choose, pad, last, x, w)
 
     return product
+
+
+def _first_layer_call(choose, pad: bool, last: list, x, w) -> mx.array:
+    """A layer's call unlike its last one (see :func:`layer_product`): checked
+    and routed as :func:`_run` does ``x @ w.T``, and remembered in ``last``
+    where it has a compiled function."""
+    if type(x) is not mx.array or type(w) is not mx.array or device.backend(None) == device.CPU_FALLBACK:
+        return _run(choose, x, w.T if type(w) is mx.array else w, None, pad)  # its errors, or mx.matmul's product
+    wt = w.T
+    check_operand(x, "a", OPERAND_DTYPES)
+    check_operand(wt, "b", OPERAND_DTYPES)
+    current, state = device.current_stream(), _call_state()
+    fn = _compiled(choose, device.backend(None), None, pad, False, x.shape, wt.shape, *state, current,
+                   dtypes=(x.dtype, w.dtype), b_transposed=True)
+    last[0] = (id(w), x.shape, x.dtype, current, state, fn)
+    return fn(x, w)
 
 
 def matmul(
@@ -491,6 +529,11 @@ def matmul(
     fastest for this shape class on this device, if it ran, else the heuristic
     :func:`mlx_sgemm.dispatch.kernel_choice.choose` (with K split where tiles are few).
     """
+    if precision == "float32" and deterministic is False:
+        # The default call, whose arguments need no checks: each check is a
+        # Python call, and a product one at a time pays its host time
+        # (docs/performance-log.md, "A layer's call against the compiled call").
+        return _run(_DEFAULT_CHOICE, a, b, stream, True)
     kernel_choice.check_precision(precision)
     check_bool(deterministic, "deterministic")
     choose, pad = _matmul_choice(precision, deterministic)
@@ -503,6 +546,9 @@ def _matmul_choice(precision: str, deterministic: bool) -> tuple:
     if deterministic:
         return kernel_choice.deterministic_chooser(precision), False
     return kernel_choice.chooser(precision), True
+
+
+_DEFAULT_CHOICE = kernel_choice.chooser("float32")  # matmul's choose at its default arguments (pad: True)
 
 
 def gemm(

@@ -2,6 +2,8 @@
 launch is faked with mx.matmul and counted; MLX's compile, the custom function
 and its vjp are real."""
 
+import sys
+
 import mlx.core as mx
 import numpy as np
 import pytest
@@ -164,12 +166,98 @@ def test_calls_on_another_default_stream_replay_the_plain_recording(fake_cuda, m
     ("tile_async", "float32", False),
 ])
 def test_a_layers_product_is_the_named_ops_call(fake_cuda, kernel, precision, deterministic):
-    """mlx_sgemm.nn's layers take ops.layer_product, the named op with its
-    arguments checked once: after the op's calls, the layer's find the same
-    compiled call (the same kernel choice, padding and stream) and trace nothing."""
+    """mlx_sgemm.nn's layers take ops.layer_product: x @ w.T as the named op
+    computes it with w.T a view (the same kernel choice, padding and operand
+    shapes), recorded once with the transpose inside its graph, then replayed."""
     x, w = operands((3, 1000), (500, 1000))  # rows of 1000 floats: matmul pads them, the others do not
-    op, layer = (lambda: ops.op_by_name(kernel, precision, deterministic)(x, w.T),
-                 lambda: ops.layer_product(kernel, precision, deterministic)(x, w.T))
+    op = lambda: ops.op_by_name(kernel, precision, deterministic)(x, w.T)  # noqa: E731
+    product = ops.layer_product(kernel, precision, deterministic)
+    layer = lambda: product(x, w)  # noqa: E731
     op.expected = layer.expected = mx.matmul(x, w.T)
     assert calls_that_ran_the_python(fake_cuda, op) >= 1
+    ops_launches = set(fake_cuda)
+    assert calls_that_ran_the_python(fake_cuda, layer) == 1  # its recording
+    assert fake_cuda[-1] in ops_launches
     assert calls_that_ran_the_python(fake_cuda, layer) == 0
+
+
+def layer_call(product, x, w):
+    fn = lambda: product(x, w)  # noqa: E731
+    fn.expected = mx.matmul(x, w.T)
+    return fn
+
+
+def test_a_layers_call_like_its_last_is_its_replay_alone(fake_cuda, monkeypatch):
+    first_calls = []
+    first_layer_call = ops._first_layer_call
+    monkeypatch.setattr(ops, "_first_layer_call", lambda *args: first_calls.append(args) or first_layer_call(*args))
+    product = ops.layer_product("matmul")
+    x, w = operands((4, 9), (5, 9))
+    for _ in range(3):
+        assert np.allclose(product(x, w), mx.matmul(x, w.T), atol=1e-5)
+    assert len(first_calls) == 1
+    product(operands((2, 9))[0], w)
+    product(x, w * 2)
+    assert len(first_calls) == 3
+
+
+def test_a_layers_call_unlike_its_last_is_checked_and_remembered(fake_cuda):
+    product = ops.layer_product("matmul")
+    x, w = operands((4, 9), (5, 9))
+    assert calls_that_ran_the_python(fake_cuda, layer_call(product, x, w)) == 1
+    # Another x shape: recorded once; then the first again (its function is kept).
+    y = operands((2, 3, 9))[0]
+    assert calls_that_ran_the_python(fake_cuda, layer_call(product, y, w)) == 1
+    assert calls_that_ran_the_python(fake_cuda, layer_call(product, x, w)) == 0
+    # A new weight array of the same shape (a training step's): the same function, its values.
+    w2 = w * 2
+    assert calls_that_ran_the_python(fake_cuda, layer_call(product, x, w2)) == 0
+    # A weight of another shape, or dtype: its own recording, right results.
+    assert calls_that_ran_the_python(fake_cuda, layer_call(product, x, operands((6, 9))[0])) == 1
+    assert calls_that_ran_the_python(fake_cuda, layer_call(product, x, w.astype(mx.float16))) == 1
+    # The poison flag and a new autotune generation are part of the call's state.
+    with launcher.poisoned_outputs():
+        assert calls_that_ran_the_python(fake_cuda, layer_call(product, x, w)) == 1
+    assert calls_that_ran_the_python(fake_cuda, layer_call(product, x, w)) == 0
+
+
+def test_a_layers_call_checks_its_operands_as_the_op_does(fake_cuda):
+    product = ops.layer_product("matmul")
+    x, w = operands((4, 9), (5, 9))
+    product(x, w)
+    with pytest.raises(TypeError, match="a must have dtype float32, float16 or bfloat16, got int32"):
+        product(x.astype(mx.int32), w)
+    with pytest.raises(TypeError, match="b must be an mlx.core.array"):
+        product(x, np.ones((5, 9), np.float32))
+    with pytest.raises(ValueError, match="9"):
+        product(operands((4, 8))[0], w)
+    with pytest.raises(ValueError, match="9"):
+        product(x, operands((5, 8))[0])
+
+
+def test_a_layer_does_not_keep_its_weight_alive(fake_cuda):
+    product = ops.layer_product("matmul")
+    x, w = operands((4, 9), (5, 9))
+    before = sys.getrefcount(w)
+    for _ in range(3):
+        mx.eval(product(x, w))
+    assert sys.getrefcount(w) == before
+
+
+def test_a_layers_gradients_and_other_streams(fake_cuda, monkeypatch):
+    product = ops.layer_product("matmul")
+    x, w = operands((4, 9), (5, 9))
+    for _ in range(2):
+        product(x, w)
+    got = mx.grad(lambda v: product(x, v).sum())(w)
+    assert np.allclose(got, mx.grad(lambda v: mx.matmul(x, v.T).sum())(w), atol=1e-5)
+    got = mx.grad(lambda v: product(v, w).sum())(x)
+    assert np.allclose(got, mx.grad(lambda v: mx.matmul(v, w.T).sum())(x), atol=1e-5)
+    stopped = []
+    stop_gradient = mx.stop_gradient
+    monkeypatch.setattr(mx, "stop_gradient", lambda a: stopped.append(a) or stop_gradient(a))
+    with mx.stream(mx.new_stream(mx.default_device())):
+        assert calls_that_ran_the_python(fake_cuda, layer_call(product, x, w)) >= 1
+        assert calls_that_ran_the_python(fake_cuda, layer_call(product, x, w)) == 0
+    assert stopped == []  # the plain recording: the kernel alone
+    assert calls_that_ran_the_python(fake_cuda, layer_call(product, x, w)) == 0
