@@ -2,13 +2,14 @@
 what a product costs the GPU, without the host's launch and wait.
 
     python benchmarks/half_kernel_times.py --csv benchmarks/results/half-kernel-times-DATE-DEVICE.csv \\
-        [--dtype bfloat16] [--shapes 512,4096,4096 ...] [--kernels mx ours wgmma:128x128 wgmma:128x256/2]
+        [--dtype bfloat16] [--shapes 512,4096,4096 ...] [--kernels mx ours wgmma:128x128 wgmma:128x256/2 gemv:16x1]
 
 Each product is ``x @ W.T`` (W read in place) of random operands, the weights
 taken in turn from copies that together pass the L2 cache (256 MB), so no call
 finds its W there. Each kernel (``mx``: mx.matmul; ``ours``: matmul as it
 chooses; ``wgmma:BMxBN[/SPLITS]``: half_wgmma launched directly with that
-block and K split) is evaluated alone EVALUATIONS times, waited for each time,
+block and K split; ``gemv:WxB[xF]``: half_gemv with W warps a block, registers
+for B blocks an SM, F chunks in flight) is evaluated alone EVALUATIONS times, waited for each time,
 under PyTorch's profiler, whose CUPTI tracing sees MLX's kernels (PyTorch is
 on the GPU machine); a row a (shape, kernel): the median and least GPU time
 of an evaluation's kernels and their names (cuBLAS's name its tile). CUDA
@@ -49,7 +50,7 @@ def product(kernel: str, dtype: str):
     import mlx.core as mx
 
     from mlx_sgemm import ops
-    from mlx_sgemm.build import launcher
+    from mlx_sgemm.build import launcher, specs
     from mlx_sgemm.dispatch import kernel_choice
 
     if kernel == "mx":
@@ -65,7 +66,11 @@ def product(kernel: str, dtype: str):
             return lambda a, b: launcher.launch(spec, a, b)
         spec = kernel_choice._half_spec(dtype, "float32", bm, bn, sum_to=dtype)
         return lambda a, b: launcher.launch(spec, a, b, k_splits=splits)
-    raise ValueError(f"unknown kernel {kernel!r}: mx, ours or wgmma:BMxBN[/SPLITS]")
+    if kernel.startswith("gemv:"):
+        warps, min_blocks, *in_flight = map(int, kernel.removeprefix("gemv:").split("x"))
+        spec = specs.cuda_half_gemv(dtype, dtype, WARPS=warps, MIN_BLOCKS=min_blocks, IN_FLIGHT=(in_flight or [2])[0])
+        return lambda a, b: launcher.launch(spec, a, b)
+    raise ValueError(f"unknown kernel {kernel!r}: mx, ours, wgmma:BMxBN[/SPLITS] or gemv:WARPSxMIN_BLOCKS[xIN_FLIGHT]")
 
 
 def main(argv=None) -> int:

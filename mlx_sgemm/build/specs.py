@@ -449,9 +449,9 @@ def half_gemv_specs() -> list[KernelSpec]:
             for warps, min_blocks in (HALF_GEMV_NARROW, HALF_GEMV_WIDE)]
 
 
-# half_gemv's (WARPS, MIN_BLOCKS): a block an SM of 16 warps, or four of 4
+# half_gemv's (WARPS, MIN_BLOCKS): a block an SM of 16 warps, or two of 8
 # where there are blocks enough (kernel_choice.half_gemv).
-HALF_GEMV_NARROW, HALF_GEMV_WIDE = (16, 1), (4, 4)
+HALF_GEMV_NARROW, HALF_GEMV_WIDE = (16, 1), (8, 2)
 
 
 def cuda_split_sum(output: str) -> KernelSpec:

@@ -571,14 +571,19 @@ def half_launch(p: Plan, element: str, float32_out: bool = False, deterministic:
 
 def half_gemv(p: Plan, element: str, output: str) -> specs.KernelSpec:
     """half_gemv's instance for ``p``: where its blocks of 32 columns number at
-    least two an SM, blocks of 4 warps, four of them an SM; else blocks of 16
+    least two an SM, blocks of 8 warps, two of them an SM; else blocks of 16
     warps, one an SM: either way 16 warps an SM, each loading four chunks of B
-    ahead. Small blocks fit up to four an SM in one wave, where two of 8 warps
-    leave a second, part-empty wave (448 blocks at 1x14336x4096 on 132 SMs).
-    H200, kernel times by CUPTI: 1x14336x4096 `x @ W.T` 30.4 us with blocks of
-    4 warps, 30.7 with 8, 33.6 with 16, and `x @ W` 31.0 against 36.5 with 8;
-    8x4096x14336 (128 blocks) 31.2 us with 16 warps a block against 32.1 with 8;
-    1x4096x4096 11.5 against 12.1."""
+    ahead. The smaller blocks share the SMs with a product running beside
+    them: a decode step's gate and up projections (1 x 11008 x 4096 each, the
+    same x, no edge between them in MLX's graph) take 33.2 us each with blocks
+    of 8 warps, 43.1 with blocks of 4 (four an SM), 28.9 with 16 (then the
+    step's 1 x 32000 x 4096 output layer 67.8 us against 64.3); the step's GPU
+    busy time 0.652-0.655 ms against 0.665-0.666 and 0.671-0.675 (H200, a
+    bfloat16 Llama of 4 layers of Llama 2 7B's shape). Alone (CUPTI, W not in
+    L2) blocks of 4 warps led by 1-3% (1x11008x4096 24.2 us against 24.9,
+    1x32000x4096 63.4 against 64.0); 1x4096x4096 `x @ W.T` takes 11.6 us in
+    blocks of 16 warps, 12.1 of 8, 14.2 of 4 (docs/performance-log.md, "A
+    token's products beside each other")."""
     wide = p.tile_count(8, 32) >= 2 * _multiprocessors()
     return _half_gemv_spec(element, output, *(specs.HALF_GEMV_WIDE if wide else specs.HALF_GEMV_NARROW))
 

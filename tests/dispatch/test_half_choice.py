@@ -199,13 +199,13 @@ def test_a_float32_autotune_entry_does_not_take_half_operands_off_the_tensor_cor
 
 
 @pytest.mark.parametrize("mnk, batch, wide", [
-    ((1, 14336, 4096), 1, True),    # 448 blocks of 32 columns: four an SM, 4 warps each
+    ((1, 14336, 4096), 1, True),    # 448 blocks of 32 columns: two an SM, 8 warps each
     ((8, 4096, 14336), 1, False),   # 128 blocks: one an SM, 16 warps
     ((1, 4096, 4096), 3, True),     # 3 x 128 blocks
     ((1, 1024, 4096), 1, False),
 ], ids=str)
 def test_half_gemv_blocks_follow_how_many_there_are(hopper, mnk, batch, wide):
-    """Blocks of 4 warps, four an SM, where the output's 32-column blocks
+    """Blocks of 8 warps, two an SM, where the output's 32-column blocks
     number at least two an SM; else one block of 16 warps an SM: 16 warps an
     SM either way."""
     m, n, k = mnk
