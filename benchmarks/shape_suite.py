@@ -9,8 +9,8 @@ projections (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336)}, plus
 (1024, 4096), a shape that is a multiple of no tile, batched products, and
 x @ W.T with W's transposed view (nn.Linear's layout). Each is timed next to
 mx.matmul on the same operands in the same process: alternating rounds (ours,
-then mx.matmul) of a median of samples after warm-up, each side's median round
-reported. A sample is one product, evaluated and waited for, as a user calls
+then mx.matmul; 15 of 5 samples by default) of a median of samples after
+warm-up, each side's median round reported. A sample is one product, evaluated and waited for, as a user calls
 it (calls "one at a time", bench.timing.one_call_seconds); --independent
 evaluates many independent calls together, which the GPU may run at once
 (calls "independent"). "Equal precision": float32 compares with cuBLAS SGEMM
@@ -83,8 +83,14 @@ def time_shape(batch, m, n, k, transposed, dtype, calls, args, device_name) -> d
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--precision", choices=("float32", "tf32"), default="float32")
-    parser.add_argument("--repeats", type=int, default=10, help="timed samples per round (median)")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and mx.matmul")
+    # Many short rounds: one product at a time takes ~0.1 ms, most of it the
+    # host's, whose speed drifts by a third within a run; rounds of 10 samples
+    # left a shape's ratio to the round it fell in (512x4096x4096 bfloat16:
+    # 0.98x in one run, 0.76x in the next, same code). 15 rounds of 5 samples
+    # a side cost ~20 ms a shape (docs/performance-log.md, "The shape suite in
+    # short rounds").
+    parser.add_argument("--repeats", type=int, default=5, help="timed samples per round (median)")
+    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds of ours and mx.matmul")
     calls = parser.add_mutually_exclusive_group()
     calls.add_argument("--independent", action="store_true",
                        help="evaluate many independent calls together (the GPU may overlap them): a throughput")
