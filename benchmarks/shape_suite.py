@@ -10,8 +10,9 @@ projections (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336)}, plus
 x @ W.T with W's transposed view (nn.Linear's layout). Each is timed next to
 mx.matmul on the same operands in the same process: alternating rounds (ours,
 then mx.matmul; 15 of 5 samples by default) of a median of samples after
-warm-up, each side's median round reported. A sample is one product, evaluated and waited for, as a user calls
-it (calls "one at a time", bench.timing.one_call_seconds); --independent
+warm-up, each side's median round reported. A sample is one product,
+evaluated and waited for, as a user calls it (calls "one at a time",
+bench.timing.one_call_seconds); --independent
 evaluates many independent calls together, which the GPU may run at once
 (calls "independent"). "Equal precision": float32 compares with cuBLAS SGEMM
 (MLX_ENABLE_TF32=0), tf32 with MLX's default TF32 cuBLAS; MLX reads that
