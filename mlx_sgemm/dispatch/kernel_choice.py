@@ -580,10 +580,12 @@ def half_gemv(p: Plan, element: str, output: str) -> specs.KernelSpec:
     step's 1 x 32000 x 4096 output layer 67.8 us against 64.3); the step's GPU
     busy time 0.652-0.655 ms against 0.665-0.666 and 0.671-0.675 (H200, a
     bfloat16 Llama of 4 layers of Llama 2 7B's shape). Alone (CUPTI, W not in
-    L2) blocks of 4 warps led by 1-3% (1x11008x4096 24.2 us against 24.9,
-    1x32000x4096 63.4 against 64.0); 1x4096x4096 `x @ W.T` takes 11.6 us in
-    blocks of 16 warps, 12.1 of 8, 14.2 of 4 (docs/performance-log.md, "A
-    token's products beside each other")."""
+    L2) blocks of 4 warps led by 1-3% on `x @ W.T` (1x11008x4096 24.2 us
+    against 24.9, 1x32000x4096 63.4 against 64.0) and by 15% on `x @ W`
+    (1x14336x4096 31.0 against 36.5), a layout the choice cannot see (it is
+    made per shape); a model's layers are `x @ W.T`. 1x4096x4096 `x @ W.T`
+    takes 11.6 us in blocks of 16 warps, 12.1 of 8, 14.2 of 4
+    (docs/performance-log.md, "A token's products beside each other")."""
     wide = p.tile_count(8, 32) >= 2 * _multiprocessors()
     return _half_gemv_spec(element, output, *(specs.HALF_GEMV_WIDE if wide else specs.HALF_GEMV_NARROW))
 
