@@ -290,7 +290,7 @@ def route_plan(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool,
         p = plan(a_shape, b_shape)
     how = kernel_choice.for_operands(choose(backend, p), backend, p, operand_types, float32_out,
                                      getattr(choose, "deterministic", False), getattr(choose, "matmul", False),
-                                     wgmma)
+                                     wgmma, getattr(choose, "layer", False))
     return pad_k, pad_n, a_shape, b_shape, how
 
 
@@ -456,6 +456,8 @@ def layer_product(kernel: str, precision: str = "float32", deterministic: bool =
     """``(x, w) -> x @ w.T`` on the default stream, as :func:`op_by_name`'s op
     computes ``x @ w.T`` with ``w.T`` a transposed view: a layer's product
     (mlx_sgemm.nn), its arguments checked here, once. One for each layer.
+    The kernel choice is the op's but for a model's products side by side:
+    ``half_gemv``'s blocks for a layer (kernel_choice.half_gemv).
 
     A decode step makes ~30 of these and is bound by the host's time
     (docs/performance-log.md, "A bfloat16 decode step, kernel by kernel" and
@@ -467,7 +469,8 @@ def layer_product(kernel: str, precision: str = "float32", deterministic: bool =
     :func:`_run`'s checks and route, then is remembered in its turn (a model
     in training, whose weights are new arrays each step, takes that path)."""
     _checked_name(kernel, precision, deterministic)
-    choose, pad = _matmul_choice(precision, deterministic) if kernel == "matmul" else (_stage_kernel(kernel), False)
+    choose, pad = (_matmul_choice(precision, deterministic, layer=True) if kernel == "matmul"
+                   else (_stage_kernel(kernel), False))
     # (id(w), x.shape, x.dtype, default stream, _call_state(), compiled function).
     # w's id, not w: the layer must not keep a weight it no longer holds alive
     # (a model in training would hold two copies). Should a new weight reuse
@@ -540,12 +543,14 @@ def matmul(
     return _run(choose, a, b, stream, pad)
 
 
-def _matmul_choice(precision: str, deterministic: bool) -> tuple:
+def _matmul_choice(precision: str, deterministic: bool, layer: bool = False) -> tuple:
     """(choose, pad) of matmul: the heuristic or the autotuner's pick, its
-    operands padded to aligned rows; deterministic, one kernel, as they are."""
+    operands padded to aligned rows; deterministic, one kernel, as they are.
+    ``layer``: a model layer's (kernel_choice.chooser)."""
     if deterministic:
         return kernel_choice.deterministic_chooser(precision), False
-    return kernel_choice.chooser(precision), True
+    # One call form each (functools.cache tells chooser(p) from chooser(p, False)).
+    return (kernel_choice.chooser(precision, layer=True) if layer else kernel_choice.chooser(precision)), True
 
 
 _DEFAULT_CHOICE = kernel_choice.chooser("float32")  # matmul's choose at its default arguments (pad: True)

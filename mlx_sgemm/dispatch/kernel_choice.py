@@ -520,7 +520,7 @@ _WITHOUT_WGMMA = tuple(_without_wgmma(precision) for precision in PRECISIONS)
 
 def for_operands(launch: Launch, backend: str, p: Plan, operand_types: tuple[str, str],
                  float32_out: bool = False, deterministic: bool = False, matmul: bool = False,
-                 wgmma: bool | None = None) -> Launch:
+                 wgmma: bool | None = None, layer: bool = False) -> Launch:
     """``launch`` (a chooser's launch for ``p``) for operands of element types
     ``operand_types``. For one half type on CUDA, a half tensor-core kernel
     (:func:`half_launch`): half_wgmma where the choice is a Hopper tensor-core
@@ -531,7 +531,8 @@ def for_operands(launch: Launch, backend: str, p: Plan, operand_types: tuple[str
     kernel, on a GPU with mma.sync. Else :meth:`Launch.reading`. ``float32_out``:
     the product as float32, not rounded to the half type (gemm);
     ``deterministic``: ``matmul(..., deterministic=True)``'s launch; ``wgmma``:
-    whether the GPU has it (None: ask the device)."""
+    whether the GPU has it (None: ask the device); ``layer``: the product of a
+    model's layer (:func:`half_gemv`)."""
     a_type, b_type = operand_types
     one_half_type = backend == device.CUDA and a_type == b_type != "float32"
     if one_half_type:
@@ -542,7 +543,7 @@ def for_operands(launch: Launch, backend: str, p: Plan, operand_types: tuple[str
             return half_launch(p, a_type, float32_out, deterministic, wgmma=has_wgmma)
         if launch.spec.stage in specs.ROUNDS_IN_KERNEL and (has_wgmma or device.has_mma_sync()):
             # A token's products (the small-M kernels' rows): half_gemv.
-            return Launch(half_gemv(p, a_type, "float32" if float32_out else a_type), 1)
+            return Launch(half_gemv(p, a_type, "float32" if float32_out else a_type, layer), 1)
     reading = launch.reading(a_type, b_type)
     if one_half_type and launch.spec.stage in specs.ROUNDS_IN_KERNEL and launch.k_splits == 1 and not float32_out:
         # The small-M kernels round C themselves: no second kernel to cast it.
@@ -569,25 +570,29 @@ def half_launch(p: Plan, element: str, float32_out: bool = False, deterministic:
                   splits)
 
 
-def half_gemv(p: Plan, element: str, output: str) -> specs.KernelSpec:
+def half_gemv(p: Plan, element: str, output: str, layer: bool = False) -> specs.KernelSpec:
     """half_gemv's instance for ``p``: where its blocks of 32 columns number at
-    least two an SM, blocks of 8 warps, two of them an SM; else blocks of 16
-    warps, one an SM: either way 16 warps an SM, each loading four chunks of B
-    ahead. The smaller blocks share the SMs with a product running beside
-    them: a decode step's gate and up projections (1 x 11008 x 4096 each, the
-    same x, no edge between them in MLX's graph) take 33.2 us each with blocks
-    of 8 warps, 43.1 with blocks of 4 (four an SM), 28.9 with 16 (then the
-    step's 1 x 32000 x 4096 output layer 67.8 us against 64.3); the step's GPU
-    busy time 0.652-0.655 ms against 0.665-0.666 and 0.671-0.675 (H200, a
-    bfloat16 Llama of 4 layers of Llama 2 7B's shape). Alone (CUPTI, W not in
-    L2) blocks of 4 warps led by 1-3% on `x @ W.T` (1x11008x4096 24.2 us
-    against 24.9, 1x32000x4096 63.4 against 64.0) and by 15% on `x @ W`
-    (1x14336x4096 31.0 against 36.5), a layout the choice cannot see (it is
-    made per shape); a model's layers are `x @ W.T`. 1x4096x4096 `x @ W.T`
-    takes 11.6 us in blocks of 16 warps, 12.1 of 8, 14.2 of 4
-    (docs/performance-log.md, "A token's products beside each other")."""
-    wide = p.tile_count(8, 32) >= 2 * _multiprocessors()
-    return _half_gemv_spec(element, output, *(specs.HALF_GEMV_WIDE if wide else specs.HALF_GEMV_NARROW))
+    least two an SM, blocks of 4 warps, four of them an SM, or for a model's
+    ``layer`` (mlx_sgemm.nn) blocks of 8 warps, two an SM; else blocks of 16
+    warps, one an SM: 16 warps an SM every way, each loading four chunks of B
+    ahead.
+
+    Alone (CUPTI, W not in L2, H200) the blocks of 4 warps are the fastest:
+    1x11008x4096 `x @ W.T` 24.2 us against 24.9 in blocks of 8,
+    1x32000x4096 63.4 against 64.0, and `x @ W` 1x14336x4096 31.0 against
+    36.5 (one wave, where two blocks of 8 an SM leave a second, part-empty
+    one). A model's step runs products with no edge between them at once: a
+    decode step's gate and up projections (1 x 11008 x 4096 each, the same x)
+    take 33.2 us each in blocks of 8 warps, 43.1 in blocks of 4 (the second
+    product finds few SMs free), 28.9 in blocks of 16 (then the output layer
+    67.8 us against 64.3); the step's GPU busy time 0.652-0.655 ms against
+    0.665-0.666 and 0.671-0.675 (a bfloat16 Llama of 4 layers of Llama 2 7B's
+    shape). 1x4096x4096 `x @ W.T` takes 11.6 us in blocks of 16 warps, 12.1
+    of 8, 14.2 of 4 (docs/performance-log.md, "A token's products beside
+    each other")."""
+    if p.tile_count(8, 32) < 2 * _multiprocessors():
+        return _half_gemv_spec(element, output, *specs.HALF_GEMV_NARROW)
+    return _half_gemv_spec(element, output, *(specs.HALF_GEMV_WIDE_LAYER if layer else specs.HALF_GEMV_WIDE))
 
 
 @functools.cache
@@ -648,11 +653,14 @@ def _multiprocessors() -> int:
 
 
 @functools.cache
-def chooser(precision: str):
+def chooser(precision: str, layer: bool = False):
     """choose(backend, plan) -> Launch for matmul: the autotuner's pick where
-    there is one, else the heuristic."""
+    there is one, else the heuristic. ``layer``: for a model's layer
+    (mlx_sgemm.nn), whose products a model's step may run beside each other
+    (:func:`half_gemv`)."""
     choose = lambda backend, p: tuned(backend, precision, p) or heuristic(backend, precision, p)  # noqa: E731
     choose.matmul = True  # for_operands: a pair of one half type goes to half_wgmma, whatever was tuned
+    choose.layer = layer
     return choose
 
 

@@ -3,6 +3,7 @@ gets on Hopper (half_wgmma, its block, its K splits and output) and on other
 CUDA GPUs (half_mma), for a token's few rows (half_gemv), and what keeps the
 float32 kernels."""
 
+import mlx.core as mx
 import pytest
 
 from mlx_sgemm import ops
@@ -198,20 +199,37 @@ def test_a_float32_autotune_entry_does_not_take_half_operands_off_the_tensor_cor
     assert stage.spec.stage == "tile_threads"
 
 
+@pytest.mark.parametrize("layer", [False, True], ids=["matmul", "layer"])
 @pytest.mark.parametrize("mnk, batch, wide", [
-    ((1, 14336, 4096), 1, True),    # 448 blocks of 32 columns: two an SM, 8 warps each
+    ((1, 14336, 4096), 1, True),    # 448 blocks of 32 columns: four an SM of 4 warps (a layer's: two of 8)
     ((8, 4096, 14336), 1, False),   # 128 blocks: one an SM, 16 warps
     ((1, 4096, 4096), 3, True),     # 3 x 128 blocks
     ((1, 1024, 4096), 1, False),
 ], ids=str)
-def test_half_gemv_blocks_follow_how_many_there_are(hopper, mnk, batch, wide):
-    """Blocks of 8 warps, two an SM, where the output's 32-column blocks
-    number at least two an SM; else one block of 16 warps an SM: 16 warps an
-    SM either way."""
+def test_half_gemv_blocks_follow_how_many_there_are(hopper, mnk, batch, wide, layer):
+    """Where the output's 32-column blocks number at least two an SM, blocks
+    of 4 warps, four an SM, or for a model's layer (whose products a step may
+    run side by side) blocks of 8 warps, two an SM; else one block of 16 warps
+    an SM: 16 warps an SM every way."""
     m, n, k = mnk
     a_shape = (batch, m, k) if batch > 1 else (m, k)
-    *_, launch = route(a_shape, (k, n), ("bfloat16", "bfloat16"))
-    warps, min_blocks = specs.HALF_GEMV_WIDE if wide else specs.HALF_GEMV_NARROW
+    *_, launch = route(a_shape, (k, n), ("bfloat16", "bfloat16"), kernel_choice.chooser("float32", layer=True)
+                       if layer else None)
+    warps, min_blocks = ((specs.HALF_GEMV_WIDE_LAYER if layer else specs.HALF_GEMV_WIDE) if wide
+                         else specs.HALF_GEMV_NARROW)
     assert launch.spec.stage == "half_gemv" and launch.k_splits == 1
     assert launch.spec.threadgroup[0] == 32 * warps and launch.spec.min_blocks == min_blocks
     assert (launch.spec.block_m, launch.spec.block_n) == (8, 32)
+    assert 32 * warps * min_blocks == 512
+
+
+def test_a_layers_token_products_take_the_layers_blocks(fake_cuda):
+    """mlx_sgemm.nn's product asks for a layer's half_gemv blocks; matmul on
+    the same operands for its own."""
+    x, w = (mx.zeros(s, dtype=mx.bfloat16) for s in ((1, 4096), (14336, 4096)))
+    ops.matmul(x, w.T)
+    ops.layer_product("matmul")(x, w)
+    (matmul_launch,), (layer_launch,) = ({launch.spec for launch in fake_cuda if launch.b_shape == w.T.shape
+                                          and launch.spec.threadgroup[0] == t} for t in (128, 256))
+    assert matmul_launch.min_blocks == specs.HALF_GEMV_WIDE[1]
+    assert layer_launch.min_blocks == specs.HALF_GEMV_WIDE_LAYER[1]
