@@ -229,6 +229,8 @@ def test_a_layers_call_checks_its_operands_as_the_op_does(fake_cuda):
         product(x.astype(mx.int32), w)
     with pytest.raises(TypeError, match="b must be an mlx.core.array"):
         product(x, np.ones((5, 9), np.float32))
+    with pytest.raises(TypeError, match="a must be an mlx.core.array"):
+        product(np.ones((4, 9), np.float32), w)  # x's shape as the last call's
     with pytest.raises(ValueError, match="9"):
         product(operands((4, 8))[0], w)
     with pytest.raises(ValueError, match="9"):
