@@ -332,11 +332,12 @@ def _run(choose, a, b, stream, pad: bool = False, float32_out: bool = False) -> 
     if backend == device.CPU_FALLBACK:
         plan(a.shape, b.shape)  # shape errors before anything is built
         return _differentiable(choose, backend, stream, pad, float32_out)(a, b)
-    fn = _compiled(choose, backend, stream, pad, float32_out, a.shape, b.shape, tuning_cache.generation(),
-                   launcher.poisoned(), current, dtypes=(a.dtype, b.dtype))
+    state = _call_state()
+    fn = _compiled(choose, backend, stream, pad, float32_out, a.shape, b.shape, *state, current,
+                   dtypes=(a.dtype, b.dtype))
     if len(_calls) >= MAX_CALLS:
         _calls.clear()
-    _calls[(choose, stream, current, pad, float32_out, a.shape, b.shape, a.dtype, b.dtype)] = (_call_state(), fn)
+    _calls[(choose, stream, current, pad, float32_out, a.shape, b.shape, a.dtype, b.dtype)] = (state, fn)
     return fn(a, b)
 
 
@@ -492,13 +493,14 @@ def _first_layer_call(choose, pad: bool, last: list, x, w) -> mx.array:
     """A layer's call unlike its last one (see :func:`layer_product`): checked
     and routed as :func:`_run` does ``x @ w.T``, and remembered in ``last``
     where it has a compiled function."""
-    if type(x) is not mx.array or type(w) is not mx.array or device.backend(None) == device.CPU_FALLBACK:
+    backend = device.backend(None)
+    if type(x) is not mx.array or type(w) is not mx.array or backend == device.CPU_FALLBACK:
         return _run(choose, x, w.T if type(w) is mx.array else w, None, pad)  # its errors, or mx.matmul's product
     wt = w.T
     check_operand(x, "a", OPERAND_DTYPES)
     check_operand(wt, "b", OPERAND_DTYPES)
     current, state = device.current_stream(), _call_state()
-    fn = _compiled(choose, device.backend(None), None, pad, False, x.shape, wt.shape, *state, current,
+    fn = _compiled(choose, backend, None, pad, False, x.shape, wt.shape, *state, current,
                    dtypes=(x.dtype, w.dtype), b_transposed=True)
     last[0] = (id(w), x.shape, x.dtype, current, state, fn)
     return fn(x, w)
