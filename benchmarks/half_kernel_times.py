@@ -8,9 +8,9 @@ Each product is ``x @ W.T`` (W read in place) of random operands, the weights
 taken in turn from copies that together pass the L2 cache (256 MB), so no call
 finds its W there. Each kernel (``mx``: mx.matmul; ``ours``: matmul as it
 chooses; ``wgmma:BMxBN[/SPLITS]``: half_wgmma launched directly with that
-block and K split; ``gemv:WxB[xF]``: half_gemv with W warps a block, registers
-for B blocks an SM, F chunks in flight) is evaluated alone EVALUATIONS times, waited for each time,
-under PyTorch's profiler, whose CUPTI tracing sees MLX's kernels (PyTorch is
+block and K split; ``gemv:WxB[xF]``: half_gemv with W warps a block,
+registers for B blocks an SM, F chunks in flight) is evaluated alone
+EVALUATIONS times, waited for each time, under PyTorch's profiler, whose CUPTI tracing sees MLX's kernels (PyTorch is
 on the GPU machine); a row a (shape, kernel): the median and least GPU time
 of an evaluation's kernels and their names (cuBLAS's name its tile). CUDA
 only.
