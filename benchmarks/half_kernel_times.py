@@ -3,13 +3,15 @@ what a product costs the GPU, without the host's launch and wait.
 
     python benchmarks/half_kernel_times.py --csv benchmarks/results/half-kernel-times-DATE-DEVICE.csv \\
         [--dtype bfloat16] [--shapes 512,4096,4096 ...] [--kernels mx ours wgmma:128x128 wgmma:128x256/2 gemv:16x1]
+        [--hot]
 
 Each product is ``x @ W.T`` (W read in place) of random operands, the weights
 taken in turn from copies that together pass the L2 cache (256 MB), so no call
-finds its W there. Each kernel (``mx``: mx.matmul; ``ours``: matmul as it
+finds its W there, as in a model's step; with ``--hot`` one W, which a W of up
+to some 40 MB keeps in L2 from call to call, as in the shape suite. Each kernel (``mx``: mx.matmul; ``ours``: matmul as it
 chooses; ``wgmma:BMxBN[/SPLITS]``: half_wgmma launched directly with that
-block and K split; ``gemv:WxB[xF]``: half_gemv with W warps a block,
-registers for B blocks an SM, F chunks in flight) is evaluated alone
+block and K split; ``gemv:WxB[xF[xNT]]``: half_gemv with W warps a block,
+registers for B blocks an SM, F chunks in flight, 16 NT columns a block) is evaluated alone
 EVALUATIONS times, waited for each time, under PyTorch's profiler, whose CUPTI tracing sees MLX's kernels (PyTorch is
 on the GPU machine); a row a (shape, kernel): the median and least GPU time
 of an evaluation's kernels and their names (cuBLAS's name its tile). CUDA
@@ -67,10 +69,11 @@ def product(kernel: str, dtype: str):
         spec = kernel_choice._half_spec(dtype, "float32", bm, bn, sum_to=dtype)
         return lambda a, b: launcher.launch(spec, a, b, k_splits=splits)
     if kernel.startswith("gemv:"):
-        warps, min_blocks, *in_flight = map(int, kernel.removeprefix("gemv:").split("x"))
-        spec = specs.cuda_half_gemv(dtype, dtype, WARPS=warps, MIN_BLOCKS=min_blocks, IN_FLIGHT=(in_flight or [2])[0])
+        warps, min_blocks, in_flight, nt = (*map(int, kernel.removeprefix("gemv:").split("x")), 2, 2)[:4]
+        spec = specs.cuda_half_gemv(dtype, dtype, WARPS=warps, MIN_BLOCKS=min_blocks, IN_FLIGHT=in_flight, NT=nt)
         return lambda a, b: launcher.launch(spec, a, b)
-    raise ValueError(f"unknown kernel {kernel!r}: mx, ours, wgmma:BMxBN[/SPLITS] or gemv:WARPSxMIN_BLOCKS[xIN_FLIGHT]")
+    raise ValueError(f"unknown kernel {kernel!r}: mx, ours, wgmma:BMxBN[/SPLITS] or "
+                     "gemv:WARPSxMIN_BLOCKS[xIN_FLIGHT[xNT]]")
 
 
 def main(argv=None) -> int:
@@ -79,6 +82,7 @@ def main(argv=None) -> int:
     parser.add_argument("--shapes", nargs="+", default=list(SHAPES), metavar="M,N,K")
     parser.add_argument("--kernels", nargs="+", default=list(KERNELS))
     parser.add_argument("--csv", default=None)
+    parser.add_argument("--hot", action="store_true", help="one W, left in L2 from call to call")
     args = parser.parse_args(argv)
 
     import torch  # noqa: F401 (the profiler's CUPTI)
@@ -96,7 +100,7 @@ def main(argv=None) -> int:
     rows = []
     for shape in args.shapes:
         m, n, k = map(int, shape.split(","))
-        copies = max(1, min(64, -(-WEIGHT_BYTES // (n * k * dt.size))))
+        copies = 1 if args.hot else max(1, min(64, -(-WEIGHT_BYTES // (n * k * dt.size))))
         a = mx.random.normal((m, k)).astype(dt)
         weights = [mx.random.normal((n, k)).astype(dt) for _ in range(copies)]
         mx.eval(a, *weights)
