@@ -444,14 +444,16 @@ def cuda_half_gemv(element: str = "bfloat16", output: str | None = None, *, NT: 
 def half_gemv_specs() -> list[KernelSpec]:
     """Every half_gemv instance matmul may run (kernel_choice.half_gemv): both
     half types, rounding to the type or writing float32 (gemm), each block shape."""
-    return [cuda_half_gemv(element, output, WARPS=warps, MIN_BLOCKS=min_blocks)
+    return [cuda_half_gemv(element, output, WARPS=warps, MIN_BLOCKS=min_blocks, NT=nt)
             for element in ("float16", "bfloat16") for output in (element, "float32")
-            for warps, min_blocks in (HALF_GEMV_NARROW, HALF_GEMV_WIDE, HALF_GEMV_WIDE_LAYER)]
+            for warps, min_blocks, nt in (HALF_GEMV_NARROW, HALF_GEMV_WIDE, HALF_GEMV_WIDE_LAYER)]
 
 
-# half_gemv's (WARPS, MIN_BLOCKS): a block an SM of 16 warps, or where there
-# are blocks enough four of 4, or for a model's layer two of 8 (kernel_choice.half_gemv).
-HALF_GEMV_NARROW, HALF_GEMV_WIDE, HALF_GEMV_WIDE_LAYER = (16, 1), (4, 4), (8, 2)
+# half_gemv's (WARPS, MIN_BLOCKS, NT): where its blocks of 32 columns are few,
+# blocks of 16 columns, 8 warps, two an SM (twice the blocks); where they are
+# many, four blocks of 4 warps an SM, or for a model's layer two of 8
+# (kernel_choice.half_gemv).
+HALF_GEMV_NARROW, HALF_GEMV_WIDE, HALF_GEMV_WIDE_LAYER = (8, 2, 1), (4, 4, 2), (8, 2, 2)
 
 
 def cuda_split_sum(output: str) -> KernelSpec:

@@ -216,11 +216,12 @@ def k_splits(backend: str, spec: specs.KernelSpec, p: Plan) -> int:
     return _splits_filling(p, p.tile_count(spec.block_m, spec.block_n))
 
 
-def _splits_filling(p: Plan, tiles: int, k_tile: int = 32, sms: int = HOPPER_SMS) -> int:
+def _splits_filling(p: Plan, tiles: int, k_tile: int = 32, sms: int = HOPPER_SMS,
+                    min_split: int = MIN_SPLIT_K) -> int:
     """How many ways to split K so that ``tiles`` output tiles fill ``sms`` SMs
-    in one wave, each split at least MIN_SPLIT_K long and a whole number of
+    in one wave, each split at least ``min_split`` long and a whole number of
     ``k_tile``s (1: not at all)."""
-    wanted = min(sms // tiles, p.K // MIN_SPLIT_K)
+    wanted = min(sms // tiles, p.K // min_split)
     if wanted <= 1:
         return 1
     return -(-p.K // p.k_split_length(wanted, k_tile))  # splits of that length cover K
@@ -563,8 +564,9 @@ def half_launch(p: Plan, element: str, float32_out: bool = False, deterministic:
     if deterministic:
         bm, bn, splits = (*blocks[0], 1)
     else:
-        bm, bn = half_block(p, wgmma)
-        splits = half_k_splits(p, bm, bn, HOPPER_SMS if wgmma else _multiprocessors())
+        sms = HOPPER_SMS if wgmma else _multiprocessors()
+        bm, bn = half_block(p, wgmma, sms)
+        splits = half_k_splits(p, bm, bn, sms)
     output = "float32" if float32_out or splits > 1 else element
     return Launch(_half_spec(element, output, bm, bn, None if float32_out or splits == 1 else element, wgmma),
                   splits)
@@ -574,30 +576,31 @@ def half_gemv(p: Plan, element: str, output: str, layer: bool = False) -> specs.
     """half_gemv's instance for ``p``: where its blocks of 32 columns number at
     least two an SM, blocks of 4 warps, four of them an SM, or for a model's
     ``layer`` (mlx_sgemm.nn) blocks of 8 warps, two an SM; else blocks of 16
-    warps, one an SM: 16 warps an SM every way, each loading four chunks of B
-    ahead.
+    columns and 8 warps, two an SM. 16 warps an SM every way.
 
-    Alone (CUPTI, W not in L2, H200) the blocks of 4 warps are the fastest:
-    1x11008x4096 `x @ W.T` 24.2 us against 24.9 in blocks of 8,
-    1x32000x4096 63.4 against 64.0, and `x @ W` 1x14336x4096 31.0 against
-    36.5 (one wave, where two blocks of 8 an SM leave a second, part-empty
-    one). A model's step runs products with no edge between them at once: a
-    decode step's gate and up projections (1 x 11008 x 4096 each, the same x)
-    take 33.2 us each in blocks of 8 warps, 43.1 in blocks of 4 (the second
-    product finds few SMs free), 28.9 in blocks of 16 (then the output layer
-    67.8 us against 64.3); the step's GPU busy time 0.652-0.655 ms against
-    0.665-0.666 and 0.671-0.675 (a bfloat16 Llama of 4 layers of Llama 2 7B's
-    shape). 1x4096x4096 `x @ W.T` takes 11.6 us in blocks of 16 warps, 12.1
-    of 8, 14.2 of 4 (docs/performance-log.md, "A token's products beside
-    each other")."""
+    Alone (CUPTI, W not in L2, H200) the blocks of 4 warps are the fastest
+    where there are many: 1x11008x4096 `x @ W.T` 24.2 us against 24.9 in
+    blocks of 8, 1x32000x4096 63.4 against 64.0, and `x @ W` 1x14336x4096
+    31.0 against 36.5 (one wave, where two blocks of 8 an SM leave a second,
+    part-empty one). A model's step runs products with no edge between them
+    at once: a decode step's gate and up projections (1 x 11008 x 4096 each,
+    the same x) take 33.2 us each in blocks of 8 warps, 43.1 in blocks of 4
+    (the second product finds few SMs free), 28.9 in blocks of 16 (then the
+    output layer 67.8 us against 64.3); the step's GPU busy time 0.652-0.655
+    ms against 0.665-0.666 and 0.671-0.675 (a bfloat16 Llama of 4 layers of
+    Llama 2 7B's shape; docs/performance-log.md, "A token's products beside
+    each other"). Where the blocks are few, blocks of 16 columns make twice as
+    many: 1x4096x4096 `x @ W.T` 8.4 us against 9.5 in 128 blocks of 16 warps
+    with W in L2, 10.9 against 11.7 with W in memory; 1x1024x4096 4.8 against
+    5.9 (docs/performance-log.md, "Half products of few blocks")."""
     if p.tile_count(8, 32) < 2 * _multiprocessors():
         return _half_gemv_spec(element, output, *specs.HALF_GEMV_NARROW)
     return _half_gemv_spec(element, output, *(specs.HALF_GEMV_WIDE_LAYER if layer else specs.HALF_GEMV_WIDE))
 
 
 @functools.cache
-def _half_gemv_spec(element: str, output: str, warps: int, min_blocks: int) -> specs.KernelSpec:
-    return specs.cuda_half_gemv(element, output, WARPS=warps, MIN_BLOCKS=min_blocks)
+def _half_gemv_spec(element: str, output: str, warps: int, min_blocks: int, nt: int) -> specs.KernelSpec:
+    return specs.cuda_half_gemv(element, output, WARPS=warps, MIN_BLOCKS=min_blocks, NT=nt)
 
 
 @functools.cache
@@ -616,16 +619,20 @@ def _half_spec(element: str, output: str, bm: int, bn: int, sum_to: str | None =
 TILE_COSTS = {128: 1.0, 192: 1.35, 256: 1.65}
 
 
-def half_block(p: Plan, wgmma: bool = True) -> tuple[int, int]:
+def half_block(p: Plan, wgmma: bool = True, sms: int = HOPPER_SMS) -> tuple[int, int]:
     """The half tensor-core kernel's block for ``p``: 64 rows where C has no
-    more, else 128; for half_wgmma, the columns (128, 192 with 128 rows, or
+    more, or where tiles of 128 rows, K split as finely as HALF_MIN_SPLIT_K
+    lets, would not fill the ``sms`` SMs (128x1024x4096: 8 tiles of 128 x 128
+    split 8 ways, 64 blocks, 10.9 us; 16 of 64 x 128 split 8 ways, 10.2 us;
+    H200, bfloat16, W in L2), else 128; for half_wgmma, the columns (128, 192 with 128 rows, or
     256) whose rounds of tiles (one a Hopper SM at a time) take the least time,
     each round costing TILE_COSTS of a round of 128-wide ones, the narrower on
     a tie: it keeps a last round that would leave most SMs idle from deciding
     (512 x 11008: 232 tiles of 192 columns, two rounds, against three rounds
     of 128). half_mma's blocks are 128 wide: three stages of 128 x 256 would
     pass the 99 KB of shared memory an sm_86 or sm_89 block may have."""
-    bm = 64 if p.M <= 64 else 128
+    few = p.tile_count(128, 128) * max(1, p.K // HALF_MIN_SPLIT_K) < sms
+    bm = 64 if p.M <= 64 or few else 128
     if not wgmma:
         return bm, 128
     rounds = half_wgmma_rounds(p, bm)
@@ -638,12 +645,19 @@ def half_wgmma_rounds(p: Plan, bm: int) -> dict[int, int]:
     return {bn: -(-p.tile_count(bm, bn) // HOPPER_SMS) for bn in TILE_COSTS if (bm, bn) in specs.HALF_WGMMA_BLOCKS}
 
 
+# The shortest stretch of K worth a split for the half tensor-core kernels:
+# 8 k-tiles of 64. 128x1024x4096 bfloat16 with W in L2 (H200, split_sum
+# included): 8 tiles of 128 x 128 split 4 ways 12.1 us, 8 ways 10.9
+# (docs/performance-log.md, "Half products of few blocks").
+HALF_MIN_SPLIT_K = 512
+
+
 def half_k_splits(p: Plan, bm: int, bn: int, sms: int = HOPPER_SMS) -> int:
     """K splits for a half tensor-core kernel on a GPU of ``sms`` SMs: where the
     output's tiles fill less than half of them and K is long, as many as fill
-    them (each split at least MIN_SPLIT_K)."""
+    them (each split at least HALF_MIN_SPLIT_K)."""
     tiles = p.tile_count(bm, bn)
-    return 1 if 2 * tiles >= sms else _splits_filling(p, tiles, specs.HALF_K_TILE, sms)
+    return 1 if 2 * tiles >= sms else _splits_filling(p, tiles, specs.HALF_K_TILE, sms, HALF_MIN_SPLIT_K)
 
 
 def _multiprocessors() -> int:

@@ -35,9 +35,10 @@ def route(a_shape, b_shape, dtypes, chooser=None, float32_out=False):
 
 
 # (M, N, K) -> (block, K splits) on Hopper (half_wgmma): 64 rows where C has
-# no more; the columns (128, 192 or 256) whose rounds of tiles over the 132
-# SMs take the least time (a round costing TILE_COSTS of a round of 128-wide
-# tiles); K split where fewer than half of the SMs have a tile.
+# no more, or where tiles of 128 rows could not fill the SMs; the columns
+# (128, 192 or 256) whose rounds of tiles over the 132 SMs take the least
+# time (a round costing TILE_COSTS of a round of 128-wide tiles); K split
+# where fewer than half of the SMs have a tile.
 CASES = {
     (4096, 4096, 4096): ((128, 256), 1),
     (2048, 14336, 4096): ((128, 256), 1),
@@ -49,6 +50,8 @@ CASES = {
     (512, 4096, 4096): ((128, 128), 1),
     (128, 14336, 4096): ((128, 128), 1),
     (128, 4096, 4096): ((128, 128), 4),
+    # 8 tiles of 128 rows, split 8 ways, would fill 64 SMs: 16 of 64 rows split 8 ways.
+    (128, 1024, 4096): ((64, 128), 8),
     (32, 14336, 4096): ((64, 128), 1),
     (32, 4096, 14336): ((64, 128), 4),
 }
@@ -57,6 +60,7 @@ MMA_CASES = {
     (4096, 4096, 4096): ((128, 128), 1),
     (512, 14336, 4096): ((128, 128), 1),
     (128, 4096, 4096): ((128, 128), 3),
+    (128, 1024, 4096): ((64, 128), 6),
     (32, 14336, 4096): ((64, 128), 1),
     (32, 4096, 14336): ((64, 128), 3),
 }
@@ -202,24 +206,24 @@ def test_a_float32_autotune_entry_does_not_take_half_operands_off_the_tensor_cor
 @pytest.mark.parametrize("layer", [False, True], ids=["matmul", "layer"])
 @pytest.mark.parametrize("mnk, batch, wide", [
     ((1, 14336, 4096), 1, True),    # 448 blocks of 32 columns: four an SM of 4 warps (a layer's: two of 8)
-    ((8, 4096, 14336), 1, False),   # 128 blocks: one an SM, 16 warps
+    ((8, 4096, 14336), 1, False),   # 128 blocks of 32 columns: 256 of 16, two an SM of 8 warps
     ((1, 4096, 4096), 3, True),     # 3 x 128 blocks
     ((1, 1024, 4096), 1, False),
 ], ids=str)
 def test_half_gemv_blocks_follow_how_many_there_are(hopper, mnk, batch, wide, layer):
     """Where the output's 32-column blocks number at least two an SM, blocks
     of 4 warps, four an SM, or for a model's layer (whose products a step may
-    run side by side) blocks of 8 warps, two an SM; else one block of 16 warps
-    an SM: 16 warps an SM every way."""
+    run side by side) blocks of 8 warps, two an SM; else blocks of 16 columns
+    and 8 warps, two an SM: 16 warps an SM every way."""
     m, n, k = mnk
     a_shape = (batch, m, k) if batch > 1 else (m, k)
     *_, launch = route(a_shape, (k, n), ("bfloat16", "bfloat16"), kernel_choice.chooser("float32", layer=True)
                        if layer else None)
-    warps, min_blocks = ((specs.HALF_GEMV_WIDE_LAYER if layer else specs.HALF_GEMV_WIDE) if wide
-                         else specs.HALF_GEMV_NARROW)
+    warps, min_blocks, nt = ((specs.HALF_GEMV_WIDE_LAYER if layer else specs.HALF_GEMV_WIDE) if wide
+                             else specs.HALF_GEMV_NARROW)
     assert launch.spec.stage == "half_gemv" and launch.k_splits == 1
     assert launch.spec.threadgroup[0] == 32 * warps and launch.spec.min_blocks == min_blocks
-    assert (launch.spec.block_m, launch.spec.block_n) == (8, 32)
+    assert (launch.spec.block_m, launch.spec.block_n) == (8, 16 * nt) == (8, 32 if wide else 16)
     assert 32 * warps * min_blocks == 512
 
 
