@@ -14,8 +14,8 @@ block and K split; ``gemv:WxB[xF[xNT]]``: half_gemv with W warps a block,
 registers for B blocks an SM, F chunks in flight, 16 NT columns a block) is evaluated alone
 EVALUATIONS times, waited for each time, under PyTorch's profiler, whose CUPTI tracing sees MLX's kernels (PyTorch is
 on the GPU machine); a row a (shape, kernel): the median and least GPU time
-of an evaluation's kernels and their names (cuBLAS's name its tile). CUDA
-only.
+of an evaluation's kernels and their names (cuBLAS's name its tile), and
+whether W stayed in L2 (``--hot``). CUDA only.
 """
 from __future__ import annotations
 
@@ -120,7 +120,8 @@ def main(argv=None) -> int:
             median = statistics.median(times)
             cublas = median if name == "mx" else cublas
             row = dict(device=device.name(), mlx_version=mx.__version__, date=datetime.date.today().isoformat(),
-                       commit=measure.source_commit(), dtype=args.dtype, M=m, N=n, K=k, kernel=name,
+                       commit=measure.source_commit(), dtype=args.dtype, M=m, N=n, K=k, w_in_l2=args.hot,
+                       kernel=name,
                        median_us=round(median, 2), least_us=round(min(times), 2),
                        tflops=round(2 * m * n * k / median / 1e6, 1),
                        x_mx=round(cublas / median, 3) if cublas else "", kernel_names=kernel_names(events))

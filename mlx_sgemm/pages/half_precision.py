@@ -138,7 +138,8 @@ def kernel_times_table() -> str:
     runs = newest_by_device("half-kernel-times-*.csv")  # newest first
     if not runs:
         return "No run of the half products' kernels is recorded yet (`benchmarks/half_kernel_times.py`)."
-    return "\n\n".join(_kernel_times_run(path, read_rows(path)) for path in runs.values())
+    return "\n\n".join(_kernel_times_run(path, [r for r in read_rows(path) if r.get("w_in_l2") != "True"])
+                       for path in runs.values())
 
 
 def _kernel_times_run(path: Path, rows: list[dict]) -> str:

@@ -35,7 +35,8 @@ def test_rows_of_the_chosen_kernels_and_the_variants(fake_cuda, tmp_path):
     # for the token, half_gemv's variants and the small-M kernel (--gemv-variants).
     variants = {r["kernel"] for r in rows if r["chosen"] == "False"}
     module = load()
+    # 130 rows: two tiles of 128 rows could fill few of the SMs, so half_mma's are of 64 rows.
     assert {v.split("/")[0] for v in variants} == {f"half_wgmma[{m}x{n}]" for m, n in specs.HALF_WGMMA_BLOCKS} | {
-        "half_mma[128x128]", "small_m[8x32]"} | {f"half_gemv[N{nt},W{w},F{f},B{b}]" for nt, w, f, b in
+        "half_mma[64x128]", "small_m[8x32]"} | {f"half_gemv[N{nt},W{w},F{f},B{b}]" for nt, w, f, b in
                                                   module.GEMV_VARIANTS}
     assert all(r["w_gbs"] != "" for r in rows if r["kernel"].startswith(("half_gemv", "small_m")))
