@@ -145,6 +145,17 @@ def _dtypes_of(a, b, dtype) -> tuple[str, str]:
     return names[0], names[1]
 
 
+def _half_rows(p, block_m: int) -> str:
+    """Why a half tensor-core kernel's blocks have ``block_m`` rows for ``p``
+    (kernel_choice.half_block)."""
+    if block_m == 128:
+        return "128 rows"
+    if p.M <= 64:
+        return "C's rows fit in 64"
+    return (f"64 rows (tiles of 128 rows, K split in stretches of at least {kernel_choice.HALF_MIN_SPLIT_K}, "
+            "would leave SMs without a block)")
+
+
 def _shape_of(x, name: str) -> tuple[int, ...]:
     if isinstance(x, mx.array):
         check_operand(x, name, OPERAND_DTYPES)
@@ -325,7 +336,7 @@ def explain(
                 rounds = kernel_choice.half_wgmma_rounds(padded, how.spec.block_m)
                 chosen_by = (f"rule: both operands {types[0]} on Hopper: multiplied as they are on the tensor "
                              f"cores (chapter 8), a {how.spec.block_m}x{how.spec.block_n} block: "
-                             + ("C's rows fit in 64" if how.spec.block_m == 64 else "128 rows")
+                             + _half_rows(padded, how.spec.block_m)
                              + f", {how.spec.block_n} columns: their rounds of tiles over the SMs take the least "
                              "time (rounds x a round's cost: "
                              + ", ".join(f"{bn} columns {r} x {kernel_choice.TILE_COSTS[bn]:g}"
@@ -334,7 +345,7 @@ def explain(
                 chosen_by = (f"rule: both operands {types[0]} on a CUDA GPU without wgmma: multiplied as they are "
                              f"on the tensor cores by mma.sync (chapter 8), a {how.spec.block_m}x"
                              f"{how.spec.block_n} block: "
-                             + ("C's rows fit in 64" if how.spec.block_m == 64 else "128 rows")
+                             + _half_rows(padded, how.spec.block_m)
                              + ", 128 columns: three stages fit every such GPU's shared memory")
             elif how.spec.stage == "half_gemv":
                 chosen_by = (f"rule: both operands {types[0]}, M <= {kernel_choice.SMALL_M} rows: bound by reading "

@@ -346,6 +346,19 @@ def test_explain_says_half_mma_multiplies_a_pair_of_one_half_type_without_wgmma(
     assert mixed.kernel == "tile_threads"
 
 
+@pytest.mark.skipif(GPU_BACKEND == "cuda", reason="on a CUDA GPU explain plans for that GPU, not for wgmma=")
+@pytest.mark.parametrize("wgmma", [True, False], ids=["half_wgmma", "half_mma"])
+def test_explain_says_why_half_tiles_have_64_rows(wgmma):
+    """64 rows where C has no more, or where 128-row tiles could not fill the
+    SMs even with K split finely (128 x 1024 x 4096); else 128."""
+    def chosen_by(m, n):
+        return mlx_sgemm.explain((m, 4096), (4096, n), backend="cuda", dtype="bfloat16", wgmma=wgmma).chosen_by
+
+    assert "a 64x128 block: C's rows fit in 64" in chosen_by(64, 4096)
+    assert "a 64x128 block: 64 rows (tiles of 128 rows, K split in stretches of at least 512" in chosen_by(128, 1024)
+    assert "block: 128 rows" in chosen_by(128, 4096)
+
+
 @pytest.mark.parametrize("dtype", [F16, BF16], ids=str)
 def test_a_gpu_without_wgmma_runs_half_mma_on_a_pair_of_one_half_type(fake_cuda, monkeypatch, dtype):
     """matmul on a faked CUDA GPU without wgmma: a pair of one half type goes

@@ -619,6 +619,19 @@ def _half_spec(element: str, output: str, bm: int, bn: int, sum_to: str | None =
 TILE_COSTS = {128: 1.0, 192: 1.35, 256: 1.65}
 
 
+# The shortest stretch of K worth a split for the half tensor-core kernels:
+# 8 k-tiles of 64. 128x1024x4096 bfloat16 with W in L2 (H200, split_sum
+# included): 8 tiles of 128 x 128 split 4 ways 12.1 us, 8 ways 10.9
+# (docs/performance-log.md, "Half products of few blocks").
+HALF_MIN_SPLIT_K = 512
+
+
+def half_rows_too_few(p: Plan, sms: int = HOPPER_SMS) -> bool:
+    """Whether tiles of 128 rows, K split as finely as HALF_MIN_SPLIT_K lets,
+    would leave some of the ``sms`` SMs without a block (:func:`half_block`)."""
+    return p.tile_count(128, 128) * max(1, p.K // HALF_MIN_SPLIT_K) < sms
+
+
 def half_block(p: Plan, wgmma: bool = True, sms: int = HOPPER_SMS) -> tuple[int, int]:
     """The half tensor-core kernel's block for ``p``: 64 rows where C has no
     more, or where tiles of 128 rows, K split as finely as HALF_MIN_SPLIT_K
@@ -631,8 +644,7 @@ def half_block(p: Plan, wgmma: bool = True, sms: int = HOPPER_SMS) -> tuple[int,
     (512 x 11008: 232 tiles of 192 columns, two rounds, against three rounds
     of 128). half_mma's blocks are 128 wide: three stages of 128 x 256 would
     pass the 99 KB of shared memory an sm_86 or sm_89 block may have."""
-    few = p.tile_count(128, 128) * max(1, p.K // HALF_MIN_SPLIT_K) < sms
-    bm = 64 if p.M <= 64 or few else 128
+    bm = 64 if p.M <= 64 or half_rows_too_few(p, sms) else 128
     if not wgmma:
         return bm, 128
     rounds = half_wgmma_rounds(p, bm)
@@ -643,13 +655,6 @@ def half_wgmma_rounds(p: Plan, bm: int) -> dict[int, int]:
     """{columns: rounds of half_wgmma's tiles of ``bm`` rows over a Hopper's
     SMs} for each width its blocks of ``bm`` rows may have, narrowest first."""
     return {bn: -(-p.tile_count(bm, bn) // HOPPER_SMS) for bn in TILE_COSTS if (bm, bn) in specs.HALF_WGMMA_BLOCKS}
-
-
-# The shortest stretch of K worth a split for the half tensor-core kernels:
-# 8 k-tiles of 64. 128x1024x4096 bfloat16 with W in L2 (H200, split_sum
-# included): 8 tiles of 128 x 128 split 4 ways 12.1 us, 8 ways 10.9
-# (docs/performance-log.md, "Half products of few blocks").
-HALF_MIN_SPLIT_K = 512
 
 
 def half_k_splits(p: Plan, bm: int, bn: int, sms: int = HOPPER_SMS) -> int:
