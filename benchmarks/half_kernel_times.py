@@ -8,14 +8,16 @@ what a product costs the GPU, without the host's launch and wait.
 Each product is ``x @ W.T`` (W read in place) of random operands, the weights
 taken in turn from copies that together pass the L2 cache (256 MB), so no call
 finds its W there, as in a model's step; with ``--hot`` one W, which a W of up
-to some 40 MB keeps in L2 from call to call, as in the shape suite. Each kernel (``mx``: mx.matmul; ``ours``: matmul as it
-chooses; ``wgmma:BMxBN[/SPLITS]``: half_wgmma launched directly with that
-block and K split; ``gemv:WxB[xF[xNT]]``: half_gemv with W warps a block,
-registers for B blocks an SM, F chunks in flight, 16 NT columns a block) is evaluated alone
-EVALUATIONS times, waited for each time, under PyTorch's profiler, whose CUPTI tracing sees MLX's kernels (PyTorch is
-on the GPU machine); a row a (shape, kernel): the median and least GPU time
-of an evaluation's kernels and their names (cuBLAS's name its tile), and
-whether W stayed in L2 (``--hot``). CUDA only.
+to some 40 MB keeps in L2 from call to call, as in the shape suite. Each
+kernel (``mx``: mx.matmul; ``ours``: matmul as it chooses;
+``wgmma:BMxBN[/SPLITS]``: half_wgmma launched directly with that block and K
+split; ``gemv:WxB[xF[xNT]]``: half_gemv with W warps a block, registers for B
+blocks an SM, F chunks in flight, 16 NT columns a block) is evaluated alone
+EVALUATIONS times, waited for each time, under PyTorch's profiler, whose
+CUPTI tracing sees MLX's kernels (PyTorch is on the GPU machine); a row a
+(shape, kernel): the median and least GPU time of an evaluation's kernels and
+their names (cuBLAS's name its tile), and whether W stayed in L2 (``--hot``).
+CUDA only.
 """
 from __future__ import annotations
 

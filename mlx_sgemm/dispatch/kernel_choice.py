@@ -635,15 +635,16 @@ def half_rows_too_few(p: Plan, sms: int = HOPPER_SMS) -> bool:
 def half_block(p: Plan, wgmma: bool = True, sms: int = HOPPER_SMS) -> tuple[int, int]:
     """The half tensor-core kernel's block for ``p``: 64 rows where C has no
     more, or where tiles of 128 rows, K split as finely as HALF_MIN_SPLIT_K
-    lets, would not fill the ``sms`` SMs (128x1024x4096: 8 tiles of 128 x 128
-    split 8 ways, 64 blocks, 10.9 us; 16 of 64 x 128 split 8 ways, 10.2 us;
-    H200, bfloat16, W in L2), else 128; for half_wgmma, the columns (128, 192 with 128 rows, or
-    256) whose rounds of tiles (one a Hopper SM at a time) take the least time,
-    each round costing TILE_COSTS of a round of 128-wide ones, the narrower on
-    a tie: it keeps a last round that would leave most SMs idle from deciding
-    (512 x 11008: 232 tiles of 192 columns, two rounds, against three rounds
-    of 128). half_mma's blocks are 128 wide: three stages of 128 x 256 would
-    pass the 99 KB of shared memory an sm_86 or sm_89 block may have."""
+    lets, would not fill the ``sms`` SMs (128x1024x4096: 8 tiles of 128 x
+    128 split 8 ways, 64 blocks, 10.9 us; 16 of 64 x 128 split 8 ways, 10.2
+    us; H200, bfloat16, W in L2), else 128; for half_wgmma, the columns (128,
+    192 with 128 rows, or 256) whose rounds of tiles (one a Hopper SM at a
+    time) take the least time, each round costing TILE_COSTS of a round of
+    128-wide ones, the narrower on a tie: it keeps a last round that would
+    leave most SMs idle from deciding (512 x 11008: 232 tiles of 192 columns,
+    two rounds, against three rounds of 128). half_mma's blocks are 128 wide:
+    three stages of 128 x 256 would pass the 99 KB of shared memory an sm_86
+    or sm_89 block may have."""
     bm = 64 if p.M <= 64 or half_rows_too_few(p, sms) else 128
     if not wgmma:
         return bm, 128
