@@ -57,3 +57,18 @@ def test_rows_are_what_the_kernel_table_reads(fake_cuda, monkeypatch, tmp_path):
     table = half_precision.gemv_kernel_table()
     assert "| 1x14336x4096 | `x @ W.T` | 11.0 us | 50% | 10.0 us | 50% |" in table
     assert "| 8x4096x14336 | row-major | 10.0 us | 50% | - | - |" in table
+
+
+def test_a_run_without_matmuls_current_blocks_says_so(monkeypatch, tmp_path):
+    """A run recorded before matmul's instance for a shape changed keeps
+    MLX's GEMV in the table and says that ours was not timed in its current
+    blocks; a shape with neither is left out."""
+    header = "device,mlx_version,date,dtype,layout,M,N,K,kernel,NT,WARPS,IN_FLIGHT,MIN_BLOCKS,median_us,dram_pct,calls\n"
+    old = "GPU,0.32.4,2026-11-28,bfloat16,transposed,1,4096,4096,half_gemv,9,9,9,9,13.0,55.0,5\n"
+    path = tmp_path / "half-gemv-kernel-2026-11-28-test.csv"
+    path.write_text(header + "GPU,0.32.4,2026-11-28,bfloat16,transposed,1,4096,4096,mx.matmul (gemv),,,,,10.9,64.0,5\n"
+                    + old + old.replace(",1,4096,4096,", ",8,4096,14336,"))
+    monkeypatch.setattr(results, "recorded_runs", lambda pattern: [path])
+    table = half_precision.gemv_kernel_table()
+    assert "| 1x4096x4096 | `x @ W.T` | not timed in its current blocks | - | 10.9 us | 64% |" in table
+    assert "8x4096x14336" not in table
