@@ -350,8 +350,9 @@ def explain(
             elif how.spec.stage == "half_gemv":
                 chosen_by = (f"rule: both operands {types[0]}, M <= {kernel_choice.SMALL_M} rows: bound by reading "
                              "B, which goes straight from memory into mma.sync's registers (chapter 8), "
-                             f"blocks of {how.spec.block_n} columns, their {how.spec.threadgroup[0] // 32} warps "
-                             "taking turns down K"
+                             f"blocks of {how.spec.block_n} columns"
+                             + (" (blocks of 32 would number fewer than two an SM)" if how.spec.block_n < 32 else "")
+                             + f", their {how.spec.threadgroup[0] // 32} warps taking turns down K"
                              + (f", {how.spec.min_blocks} blocks an SM: blocks enough to overlap their ends"
                                 if how.spec.min_blocks > 1 else ", a block an SM"))
             if how.k_splits > 1:

@@ -359,6 +359,15 @@ def test_explain_says_why_half_tiles_have_64_rows(wgmma):
     assert "block: 128 rows" in chosen_by(128, 4096)
 
 
+@pytest.mark.skipif(GPU_BACKEND == "cuda", reason="on a CUDA GPU explain plans for that GPU")
+def test_explain_says_why_half_gemv_blocks_have_16_columns():
+    def chosen_by(n):
+        return mlx_sgemm.explain((1, 4096), (4096, n), backend="cuda", dtype="bfloat16").chosen_by
+
+    assert "blocks of 16 columns (blocks of 32 would number fewer than two an SM), their 8 warps" in chosen_by(4096)
+    assert "blocks of 32 columns, their 4 warps" in chosen_by(14336)
+
+
 @pytest.mark.parametrize("dtype", [F16, BF16], ids=str)
 def test_a_gpu_without_wgmma_runs_half_mma_on_a_pair_of_one_half_type(fake_cuda, monkeypatch, dtype):
     """matmul on a faked CUDA GPU without wgmma: a pair of one half type goes
