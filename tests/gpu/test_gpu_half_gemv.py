@@ -124,3 +124,21 @@ def test_every_instance_launched_directly(spec, view):
         with mlx_sgemm.poisoned_outputs():
             c = launcher.launch(spec, a, b)
         check(c.astype(a.dtype), a, b)
+
+
+@pytest.mark.parametrize("spec", specs.half_gemv_specs(), ids=lambda s: "_".join(f"{k}{v}" for k, v in s.template))
+def test_one_row_against_rows_of_w(spec):
+    """One row of A against a transposed W (x @ W.T) takes the one-row path:
+    K at no multiple of 8 (W's rows a slice of wider ones), K long, N past whole
+    blocks, a batch of single rows; its product passes the same check."""
+    dtype = DTYPES[spec.operand_types[0]]
+    x, wide = operands((1, 4093), (1030, 4104), dtype, seed=8)
+    cases = [(x, wide[:, :4093].T)]
+    x, w = operands((1, 14336), (1000, 14336), dtype, seed=9)
+    cases.append((x, w.T))
+    x, w = operands((3, 1, 4096), (3, 520, 4096), dtype, seed=10)
+    cases.append((x, mx.swapaxes(w, -1, -2)))
+    for a, b in cases:
+        with mlx_sgemm.poisoned_outputs():
+            c = launcher.launch(spec, a, b)
+        check(c.astype(a.dtype), a, b)
