@@ -36,7 +36,7 @@ VARIANTS = ("WARPS=16,MIN_BLOCKS=1", "WARPS=8,MIN_BLOCKS=2", "WARPS=16,IN_FLIGHT
             "NT=1,WARPS=4,IN_FLIGHT=1,MIN_BLOCKS=8")
 METRICS = "gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed"
 CALLS = 5
-TEMPLATE = ("NT", "WARPS", "IN_FLIGHT", "ONE_ROW", "MIN_BLOCKS")  # the CSV's columns of the variant
+TEMPLATE = ("NT", "WARPS", "IN_FLIGHT", "MIN_BLOCKS")  # the CSV's columns of the variant
 
 
 def profile(m: int, n: int, k: int, transposed: bool, dtype: str, variants: list[str]) -> list[tuple[float, float]]:

@@ -6,7 +6,6 @@
 #include "sgemm/params.cuh"
 #include "sgemm/schedule.cuh"
 #include "sgemm/streamed_load.cuh"
-#include "sgemm/warp_reduce.cuh"
 // half_gemv: C = A @ B for a few rows of A (M <= 8: a token's activations
 // against a weight matrix) when both are float16 or both bfloat16, on the
 // tensor cores (mma.sync m16n8k16, sm_80 on), float32 accumulators, C rounded
@@ -55,7 +54,6 @@
 //
 // Template constants (mlx_sgemm/build/specs.py, cuda_half_gemv): NT, WARPS
 // (threads = 32 WARPS = the spec's threadgroup), IN_FLIGHT (as above),
-// ONE_ROW (1: one row of A against column-major B takes one_row, below),
 // TA = TB (the half type), TC (C's type).
 constexpr int BLOCK_M = 8;   // rows of C per block (= the spec's block_m)
 constexpr int BN = 16 * NT;  // columns of C per block (= the spec's block_n)
@@ -153,13 +151,11 @@ auto walk = [&](auto chunk_k, auto fragment, auto ring, bool vector, auto load, 
   }
 };
 
-// Column-major B: a column of B (a row of W) is contiguous. Vector loads of
-// 16 bytes where both operands' strides and alignment allow them.
-const bool col_vector = B.rs == 1 && B.cs % 8 == 0 && sgemm::is_16_byte_aligned(B.p) && A.cs == 1 &&
-                        A.rs % 8 == 0 && sgemm::is_16_byte_aligned(A.p);
+// Column-major B: a column of B (a row of W) is contiguous.
 using ColFragment = sgemm::ColFragment<NT>;
 auto col_major = [&] {
-  const bool vector = col_vector;
+  const bool vector = B.rs == 1 && B.cs % 8 == 0 && sgemm::is_16_byte_aligned(B.p) && A.cs == 1 &&
+                      A.rs % 8 == 0 && sgemm::is_16_byte_aligned(A.p);
   // Fragment row h of tile j stands for column col0 + 16 j + g + 8 h of C; a
   // column past N reads column N - 1 (in bounds, never stored).
   const TB* b_line[NT][2];
@@ -239,59 +235,9 @@ auto row_major = [&] {
     for (int e = 0; e < 4; ++e) slots[warp][2 * q + e % 2][2 * NT * g + 2 * j + e / 2] = acc[j][e];
 };
 
-// One row of C against column-major B (a token's x @ W.T), read as a GEMV
-// reads it: each warp takes R whole rows of W, a lane 16 bytes of each at a
-// time, so that one load of a warp is 512 contiguous bytes of one row, and the
-// lanes' sums meet by shuffles. (With one row of A the fragments above
-// multiply 7 rows of zeros, which costs nothing, but each load of theirs takes
-// 64 bytes of 32 rows of W.) A warp's sums go to the first warp's slots.
-auto one_row = [&] {
-  constexpr int R = BN / WARPS;          // rows of W (columns of C) a warp takes
-  constexpr int U = R >= 8 ? 1 : 8 / R;  // a row's 512-byte steps a warp loads at once: 8 loads a lane
-  static_assert(BN % WARPS == 0 && (R & (R - 1)) == 0, "a power of 2 rows of W a warp");
-  const TB* w[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) w[r] = B.p + min(t.col0 + warp * R + r, t.N - 1) * B.cs;
-  const TA* const x = A.p + t.row0 * A.rs;
-  float sum[R] = {};
-  const int pieces = K / 8;  // 16-byte pieces of a row
-#pragma unroll 1
-  for (int p0 = lane; p0 < pieces; p0 += 32 * U) {
-    uint4 wv[U][R], xv[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (p0 + 32 * u < pieces) {
-#pragma unroll
-        for (int r = 0; r < R; ++r) wv[u][r] = sgemm::load_streamed<uint4>(w[r] + 8 * (p0 + 32 * u));
-        xv[u] = __ldg(reinterpret_cast<const uint4*>(x + 8 * (p0 + 32 * u)));
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (p0 + 32 * u < pieces) {
-        float xf[8];
-        sgemm::unpack8<TA>(xv[u], xf);
-#pragma unroll
-        for (int r = 0; r < R; ++r) sum[r] = sgemm::dot8<TB>(xf, wv[u][r], sum[r]);
-      }
-    }
-  }
-  for (int k = 8 * pieces + lane; k < K; k += 32) {  // K's last K % 8
-    const float xk = sgemm::Element<TA>::to_float(x[k]);
-#pragma unroll
-    for (int r = 0; r < R; ++r) sum[r] = fmaf(xk, sgemm::Element<TB>::to_float(w[r][k]), sum[r]);
-  }
-  const float total = sgemm::warp_sum_spread<R>(sum);  // lane l: row l / (32 / R)'s sum
-  if (lane % (32 / R) == 0) slots[0][0][warp * R + lane / (32 / R)] = total;
-};
-
-// One row of A needs no stride of A's rows: x's own alignment is what counts.
-const bool by_rows = ONE_ROW && rows == 1 && B.rs == 1 && B.cs != 1 && B.cs % 8 == 0 &&
-                     sgemm::is_16_byte_aligned(B.p) && A.cs == 1 && sgemm::is_16_byte_aligned(A.p + t.row0 * A.rs);
-if (by_rows) one_row();
-else if (B.layout() == sgemm::COL_MAJOR) col_major();
+if (B.layout() == sgemm::COL_MAJOR) col_major();
 else row_major();
 
 // The warps' sums, added in order, stored.
 __syncthreads();
-sgemm::store_slot_sums<BLOCK_M, BN, THREADS>(t, &slots[0][0][0], by_rows ? 1 : WARPS, rows);
+sgemm::store_slot_sums<BLOCK_M, BN, THREADS>(t, &slots[0][0][0], WARPS, rows);

@@ -423,7 +423,7 @@ def cuda_half_mma(element: str = "bfloat16", output: str | None = None, *, BM: i
 
 
 def cuda_half_gemv(element: str = "bfloat16", output: str | None = None, *, NT: int = 2, WARPS: int = 16,
-                   IN_FLIGHT: int = 2, MIN_BLOCKS: int = 1, ONE_ROW: int = 1) -> KernelSpec:
+                   IN_FLIGHT: int = 2, MIN_BLOCKS: int = 1) -> KernelSpec:
     """Chapter 8 for a token's products (kernels/cuda/half_gemv.cu; sm_80 on):
     a few rows of A (blocks of 8) against B of one half type ``element``, on
     mma.sync m16n8k16 with B's runs read straight into the fragments, C rounded
@@ -433,8 +433,8 @@ def cuda_half_gemv(element: str = "bfloat16", output: str | None = None, *, NT: 
     output = _half_output(element, output)
     return KernelSpec(
         "half_gemv", "cuda", "half_gemv.cu", (32 * WARPS, 1, 1), 8, 16 * NT,
-        (("NT", NT), ("WARPS", WARPS), ("IN_FLIGHT", IN_FLIGHT), ("ONE_ROW", ONE_ROW), ("TA", element),
-         ("TB", element), ("TC", output)),
+        (("NT", NT), ("WARPS", WARPS), ("IN_FLIGHT", IN_FLIGHT), ("TA", element), ("TB", element),
+         ("TC", output)),
         min_blocks=MIN_BLOCKS,
         output_dtypes=(output,),
         operand_types=(element, element),

@@ -128,9 +128,9 @@ def test_every_instance_launched_directly(spec, view):
 
 @pytest.mark.parametrize("spec", specs.half_gemv_specs(), ids=lambda s: "_".join(f"{k}{v}" for k, v in s.template))
 def test_one_row_against_rows_of_w(spec):
-    """One row of A against a transposed W (x @ W.T) takes the one-row path:
-    K at no multiple of 8 (W's rows a slice of wider ones), K long, N past whole
-    blocks, a batch of single rows; its product passes the same check."""
+    """One row of A against a transposed W (x @ W.T), each instance launched
+    directly: K at no multiple of 8 (W's rows a slice of wider ones), K long,
+    N past whole blocks, a batch of single rows."""
     dtype = DTYPES[spec.operand_types[0]]
     x, wide = operands((1, 4093), (1030, 4104), dtype, seed=8)
     cases = [(x, wide[:, :4093].T)]

@@ -28,22 +28,6 @@ struct RowFragment {
   uint2 a;
 };
 
-// One row of C (half_gemv's one-row path): a lane's 8 halves of x (as 8
-// floats) against 8 halves of a row of W, added to acc in k order.
-template <typename T>
-__device__ inline void unpack8(const uint4& v, float (&f)[8]) {
-  const float4 lo = Element<T>::to_float4(make_uint2(v.x, v.y)), hi = Element<T>::to_float4(make_uint2(v.z, v.w));
-  f[0] = lo.x, f[1] = lo.y, f[2] = lo.z, f[3] = lo.w, f[4] = hi.x, f[5] = hi.y, f[6] = hi.z, f[7] = hi.w;
-}
-template <typename T>
-__device__ inline float dot8(const float (&x)[8], const uint4& w, float acc) {
-  float f[8];
-  unpack8<T>(w, f);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) acc = fmaf(x[i], f[i], acc);
-  return acc;
-}
-
 // The bits of element (r, c) of x, zero outside; two of them as one register,
 // the first in the low half.
 template <typename T>
