@@ -18,7 +18,9 @@ import functools
 import os
 import re
 import shutil
+import tempfile
 from multiprocessing import get_context
+from pathlib import Path
 
 import pytest
 
@@ -92,7 +94,7 @@ def check_resources(spec, report: str):
 @pytest.mark.parametrize("spec", CUDA_SPECS, ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
 def test_nvrtc_compiles_as_mlx_does(spec):
     needs(find_libnvrtc() is not None, "libnvrtc (pip install nvidia-cuda-nvrtc)")
-    check_resources(spec, nvrtc_compile(full_source(spec)))
+    check_resources(spec, built(nvrtc_builds(), spec)[0])
 
 
 # The instances of the kernels that read float16 / bfloat16 operands and
@@ -119,20 +121,64 @@ def build_with_nvrtc(spec):
         return e
 
 
+def build_with_nvcc(spec_and_arch):
+    """nvcc's ptxas report for (spec, arch), or the error it raised."""
+    spec, arch = spec_and_arch
+    with tempfile.TemporaryDirectory() as workdir:
+        try:
+            return nvcc_compile(full_source(spec), Path(workdir), arch)
+        except CompileError as e:
+            return e
+
+
+def in_processes(build, items) -> dict:
+    """item -> build(item) for every item, on all of the machine's cores, each
+    in a process of its own (NVRTC compiles one program at a time in a
+    process; nvcc is a process of its own anyway). One at a time, the
+    compiles were most of the suite's time."""
+    with concurrent.futures.ProcessPoolExecutor(os.cpu_count() or 1, mp_context=get_context("fork")) as pool:
+        return dict(zip(items, pool.map(build, items)))
+
+
+def built(builds: dict, key):
+    """A build's result, or the error it raised, raised here (for its test)."""
+    result = builds[key]
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
 @functools.cache
 def element_type_builds() -> dict:
-    """spec -> build_with_nvrtc(spec) for every ELEMENT_TYPE_SPECS, in processes
-    of their own (NVRTC compiles one program at a time in a process)."""
-    with concurrent.futures.ProcessPoolExecutor(os.cpu_count() or 1, mp_context=get_context("fork")) as pool:
-        return dict(zip(ELEMENT_TYPE_SPECS, pool.map(build_with_nvrtc, ELEMENT_TYPE_SPECS)))
+    """spec -> build_with_nvrtc(spec) for every ELEMENT_TYPE_SPECS."""
+    return in_processes(build_with_nvrtc, ELEMENT_TYPE_SPECS)
+
+
+@functools.cache
+def nvrtc_builds() -> dict:
+    """spec -> build_with_nvrtc(spec) for every CUDA_SPECS."""
+    return in_processes(build_with_nvrtc, CUDA_SPECS)
+
+
+# half_mma is the kernel of GPUs without wgmma, and half_gemv runs on every
+# GPU from sm_80 on: they must build for Ampere (sm_80, sm_86) and Ada (sm_89)
+# too, where MLX's NVRTC targets those, as well as for the H100 they can be
+# tested on.
+OLDER_ARCHS = ("80", "86", "89")
+OLDER_ARCH_SPECS = specs.half_mma_specs()[:2] + specs.half_gemv_specs()[:1]
+
+
+@functools.cache
+def nvcc_builds() -> dict:
+    """(spec, arch) -> build_with_nvcc((spec, arch)) for every CUDA_SPECS on
+    sm_90a and OLDER_ARCH_SPECS on OLDER_ARCHS."""
+    return in_processes(build_with_nvcc, [(spec, "90a") for spec in CUDA_SPECS]
+                        + [(spec, arch) for spec in OLDER_ARCH_SPECS for arch in OLDER_ARCHS])
 
 
 def element_type_build(spec) -> tuple[str, str]:
     needs(find_libnvrtc() is not None, "libnvrtc (pip install nvidia-cuda-nvrtc)")
-    built = element_type_builds()[spec]
-    if isinstance(built, Exception):
-        raise built
-    return built
+    return built(element_type_builds(), spec)
 
 
 def test_every_kernel_that_converts_on_load_is_compiled_for_every_element_type():
@@ -155,21 +201,16 @@ def test_nvrtc_compiles_every_element_type(spec):
 
 
 @pytest.mark.parametrize("spec", CUDA_SPECS, ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
-def test_nvcc_compiles_for_sm90a(spec, tmp_path):
+def test_nvcc_compiles_for_sm90a(spec):
     needs(shutil.which("nvcc") is not None, "nvcc (CUDA 13)")
-    check_resources(spec, nvcc_compile(full_source(spec), tmp_path))
+    check_resources(spec, built(nvcc_builds(), (spec, "90a")))
 
 
-# half_mma is the kernel of GPUs without wgmma, and half_gemv runs on every
-# GPU from sm_80 on: they must build for Ampere (sm_80, sm_86) and Ada (sm_89)
-# too, where MLX's NVRTC targets those, as well as for the H100 they can be
-# tested on.
-@pytest.mark.parametrize("arch", ["80", "86", "89"])
-@pytest.mark.parametrize("spec", specs.half_mma_specs()[:2] + specs.half_gemv_specs()[:1],
-                         ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
-def test_nvcc_compiles_half_mma_for_ampere_and_ada(spec, arch, tmp_path):
+@pytest.mark.parametrize("arch", OLDER_ARCHS)
+@pytest.mark.parametrize("spec", OLDER_ARCH_SPECS, ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
+def test_nvcc_compiles_half_mma_for_ampere_and_ada(spec, arch):
     needs(shutil.which("nvcc") is not None, "nvcc (CUDA 13)")
-    check_resources(spec, nvcc_compile(full_source(spec), tmp_path, arch))
+    check_resources(spec, built(nvcc_builds(), (spec, arch)))
 
 
 def test_nvrtc_rejects_what_mlx_would_reject():
@@ -258,7 +299,7 @@ def check_no_generic_accesses(ptx: str):
                          ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
 def test_no_generic_memory_accesses(spec):
     needs(find_libnvrtc() is not None, "libnvrtc (pip install nvidia-cuda-nvrtc)")
-    check_no_generic_accesses(nvrtc_compile_ptx(full_source(spec))[1])
+    check_no_generic_accesses(built(nvrtc_builds(), spec)[1])
 
 
 @pytest.mark.parametrize("spec", [s for s in ELEMENT_TYPE_SPECS if s.stage in SHARED_AS_SHARED], ids=type_id)
