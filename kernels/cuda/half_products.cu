@@ -27,11 +27,11 @@
 // the next, so that the producer fetches a tile's first k-tiles while the
 // consumers unscale and store the last one's outputs.
 //
-// choice: whether the split carries the product (sgemm::ChoiceWord: one
-// "modulus", or none; int8_choice.cu with the split's rule). direct: the
-// float32 fallback's outputs (tile_threads.cu built with
-// SGEMM_EMULATION_FALLBACK), taken for every output when the choice has no
-// split, else for those of rows and columns holding an Inf or NaN.
+// direct: the float32 fallback's outputs (tile_threads.cu built with
+// SGEMM_EMULATION_FALLBACK), taken for the outputs of rows and columns whose
+// largest magnitude the statistics give as Inf or NaN: those holding one, and
+// those the split did not take (too wide for float16's range; it marks them
+// so, sgemm::split_stats).
 // params: M, N, k-tiles, tiles in M, tiles in N.
 static_assert(PARTS == 1 || PARTS == 2, "big, or big and small");
 static_assert(BM == 128, "2 consumer warpgroups of 64 rows");
@@ -53,20 +53,6 @@ const int M = params[0], N = params[1], k_tiles = params[2];
 const int tiles_m = params[3], tiles_n = params[4], tiles = tiles_m * tiles_n;
 const int8_t* const a_parts = reinterpret_cast<const int8_t*>(ah);
 const int8_t* const b_parts = reinterpret_cast<const int8_t*>(bh);
-
-// No split (a line too wide for float16's range): the float32 fallback
-// computed every output, taken as it is.
-if (choice[sgemm::CHOICE_MODULI] == 0) {
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    int row0, col0;
-    sgemm::tile_origin<GROUP_M>(tile, tiles_m, tiles_n, BM, BN, row0, col0);
-    for (int i = threadIdx.x; i < BM * BN; i += Ring::THREADS) {
-      const int row = row0 + i / BN, col = col0 + i % BN;
-      if (row < M && col < N) c[static_cast<int64_t>(row) * N + col] = direct[static_cast<int64_t>(row) * N + col];
-    }
-  }
-  return;
-}
 
 const Ring ring(smem_int4, full, empty);
 
@@ -202,8 +188,9 @@ for (int tile = blockIdx.x, count = 0; tile < tiles; tile += gridDim.x, first +=
         for (int e = 0; e < 2; ++e) {
           const int shift = e == 0 ? col_shift.x : col_shift.y;
           if (!PLAIN && (row_shift[h] == sgemm::NON_FINITE_LINE || shift == sgemm::NON_FINITE_LINE)) {
-            // A line holding an Inf or NaN (its parts are zeros): the fallback
-            // computed this output (its tiles alone), where mx.matmul puts them.
+            // A line holding an Inf or NaN (its parts are zeros), or one the
+            // split did not take: the fallback computed this output (its
+            // tiles alone), as mx.matmul would.
             pair[e] = direct[static_cast<int64_t>(row) * N + min(col + e, N - 1)];
             continue;
           }

@@ -17,10 +17,10 @@ const int m = params[0], n = params[1], K = params[2], k_tiles = params[3];
 const int a_per_tile = params[4], a_tiles = params[5], b_per_tile = params[6], b_tiles = params[7];
 const int b_blocks = sgemm::split_blocks(b_per_tile, b_tiles, k_tiles);
 if (static_cast<int>(blockIdx.x) < b_blocks)
-  sgemm::half_split_block<PARTS, WHOLE_K, TOP>(bt, bt_strides[0], bt_strides[1], b_stats,
+  sgemm::half_split_block<PARTS, WHOLE_K, TOP, MAX_SPAN>(bt, bt_strides[0], bt_strides[1], b_stats,
                                                reinterpret_cast<int8_t*>(b_parts), b_stats_out, n, K, b_per_tile,
                                                b_tiles, k_tiles, blockIdx.x);
 else
-  sgemm::half_split_block<PARTS, WHOLE_K, TOP>(a, a_strides[0], a_strides[1], a_stats,
+  sgemm::half_split_block<PARTS, WHOLE_K, TOP, MAX_SPAN>(a, a_strides[0], a_strides[1], a_stats,
                                                reinterpret_cast<int8_t*>(a_parts), a_stats_out, m, K, a_per_tile,
                                                a_tiles, k_tiles, blockIdx.x - b_blocks);

@@ -10,14 +10,10 @@
 // cannot carry is computed by the float32 fallback, all queued at once.
 //
 // Per finite line (one holding an Inf or NaN is left out: its outputs come
-// from the fallback, and the choice says there is one), with n its norm
-// exponent:
-//   lost = n - floor(log2(sum |x| / K))  (how far its mean entry lies below its
-//          norm bound; 0 for a line of zeros),
-//   span = n - floor(log2(smallest nonzero |x|))  (the bits that entry needs).
-// Then bits = target + the largest lost of either operand; an operand whose
-// widest span needs more is "wide" (B named when both are), and bits rise to
-// every span + 1; the moduli are the fewest whose bound carries that many bits
+// from the fallback, and the choice says there is one), its lost bits and
+// span (sgemm::line_lost_and_span). Then bits = target + the largest lost of
+// either operand; an operand whose widest span needs more is "wide" (B named
+// when both are), and bits rise to every span + 1; the moduli are the fewest whose bound carries that many bits
 // (bits_for, from the host's table), and the bits all that they carry.
 //
 // One block of 1024 threads, a line a thread at a time. params: M, N, K,
@@ -28,24 +24,6 @@ const int lines_of[2] = {params[0], params[1]};
 const int K = params[2], target = params[3], max_bits = params[4], max_moduli = params[5];
 const int* const bits_for = params + 6;
 const float* const stats_of[2] = {a_stats, b_stats};
-
-// A finite line's lost bits and span (0 and 0 for a line of zeros), from its
-// four statistics.
-auto line_bits = [&](const float (&read)[4], int& lost, int& span) {
-  const float top = read[0], total = read[1], low = read[2];
-  const int norm_exp = static_cast<int>(read[3]);
-  int e;
-  lost = span = 0;
-  if (!(top > 0.0f)) return;
-  if (total > 0.0f) {
-    frexp(static_cast<double>(total) / K, &e);
-    lost = max(norm_exp - (e - 1), 0);
-  }
-  if (low <= 3.4028235e38f) {
-    frexp(static_cast<double>(low), &e);
-    span = max(norm_exp - (e - 1), 0);
-  }
-};
 
 // Each operand's widest span and the first line that has it, in one pass:
 // the largest (span, -line) packed in 64 bits. One block reads every line: a
@@ -85,7 +63,7 @@ for (int first = threadIdx.x; first < most_lines; first += BATCH * blockDim.x) {
         continue;
       }
       int lost, span;
-      line_bits(read[operand][u], lost, span);
+      sgemm::line_lost_and_span(read[operand][u], K, lost, span);
       lost_here[operand] = max(lost_here[operand], lost);
       widest_here[operand] = max(widest_here[operand], widest_key(span, line));
     }

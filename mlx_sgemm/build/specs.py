@@ -623,6 +623,10 @@ def cuda_int8_reconstruct() -> KernelSpec:
 # 2^HALF_SPLIT_TOP): the largest power of two below float16's largest finite
 # value (65504), so that the line's entries keep float16's normal range below it.
 HALF_SPLIT_TOP = 15
+# The widest exponent span of a line the split takes (mlx_sgemm/emulation/
+# half_split.py, MAX_SPAN, says why 38); the split marks the others for the
+# float32 fallback (sgemm::split_stats).
+HALF_SPLIT_MAX_SPAN = 38
 # The float16 parts a line keeps at each precision: big and small (float32
 # accuracy, three products), or big alone (TF32's 11 bits, one product).
 HALF_SPLIT_PARTS = {"float32": 2, "tf32": 1}
@@ -636,10 +640,12 @@ HALF_SPLIT_WHOLE_K = 8192
 def cuda_half_split(PARTS: int = 2) -> KernelSpec:
     """A's rows and B^T's, in one launch, scaled and rounded to float16 parts
     (2: big and small, float32 accuracy; 1: big, TF32 accuracy), in the
-    products' swizzled tiles, and their statistics (kernels/cuda/half_split.cu)."""
+    products' swizzled tiles, and their statistics, a line past MAX_SPAN
+    marked for the fallback (kernels/cuda/half_split.cu)."""
     return KernelSpec(
         "half_split", "cuda", "half_split.cu", (256, 1, 1), 1, 8,
-        (("TOP", HALF_SPLIT_TOP), ("PARTS", PARTS), ("WHOLE_K", HALF_SPLIT_WHOLE_K)),
+        (("TOP", HALF_SPLIT_TOP), ("PARTS", PARTS), ("WHOLE_K", HALF_SPLIT_WHOLE_K),
+         ("MAX_SPAN", HALF_SPLIT_MAX_SPAN)),
         inputs=("a", "bt", "a_stats", "b_stats", "params"),
         outputs=("a_parts", "b_parts", "a_stats_out", "b_stats_out"),
         input_dtypes=("float32", "float32", "float32", "float32", "int32"),
@@ -661,8 +667,8 @@ def cuda_half_products(PARTS: int = 2, BN: int = 192, STAGES: int = 2, GROUP_M: 
          ("PARTS", PARTS)),
         shared_memory=STAGES * PARTS * (128 + BN) * 128 + 1024,
         min_blocks=1,
-        inputs=("ah", "bh", "a_stats", "b_stats", "choice", "direct", "params"), outputs=("c",),
-        input_dtypes=("float16", "float16", "float32", "float32", "int32", "float32", "int32"),
+        inputs=("ah", "bh", "a_stats", "b_stats", "direct", "params"), outputs=("c",),
+        input_dtypes=("float16", "float16", "float32", "float32", "float32", "int32"),
         output_dtypes=("float32",),
     )
 

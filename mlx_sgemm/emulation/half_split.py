@@ -18,15 +18,16 @@ The method, line by line (A's rows, B's columns):
    products first (the tensor cores' adds round toward zero).
 4. C = C' 2^-(shift of the row + shift of the column).
 
-Where it applies: while every line's exponent span (its 2-norm's exponent less
-its smallest nonzero entry's, the INT8 emulation's span) is at most
-:data:`MAX_SPAN`, so that no nonzero entry vanishes; the choice is made on the
-device from the lines' statistics, and a product with a wider line goes to the
-float32 fallback (``tile_threads``) in the same queue, as do the tiles of lines
-holding Inf or NaN.
+Where it applies: to each line whose exponent span (its 2-norm's exponent
+less its smallest nonzero entry's, the INT8 emulation's span) is at most
+:data:`MAX_SPAN`, so that no nonzero entry vanishes (and whose mean entry lies
+at most MAX_SPAN + 1 bits below its norm bound). The split marks the other
+lines on the device, and the outputs of their rows and columns come from the
+float32 fallback (``tile_threads``) in the same queue, as do those of lines
+holding Inf or NaN; every other output is the split's.
 
 On a Hopper GPU: the kernels below (kernels/cuda/half_split.cu,
-half_products.cu, with the INT8 emulation's statistics, choice and fallback).
+half_products.cu, with the INT8 emulation's statistics and fallback).
 On MLX's CPU backend: ``mx.matmul``, like every op there; :func:`reference`
 runs the same steps in numpy with exact sums (the GPU's tensor-core sums
 differ in the last bits), for the tests. Elsewhere: ``matmul``.
@@ -55,7 +56,7 @@ TOP = specs.HALF_SPLIT_TOP  # a line's largest magnitude is scaled into [2^(TOP-
 # not notice them (large random matrices hold entries 2^-30 below their
 # lines' norms: 8192^3 of normal entries spans 2^33). Componentwise, an output
 # made only of such entries is as uncertain as in the INT8 emulation.
-MAX_SPAN = 38
+MAX_SPAN = specs.HALF_SPLIT_MAX_SPAN
 # precision="tf32": the big part alone, one product, under the same rule: the
 # entries within 2^-28 of their line's norm bound keep float16's 11
 # significant bits (TF32 keeps 11), the smaller ones the absolute precision
@@ -65,7 +66,6 @@ PARTS = specs.HALF_SPLIT_PARTS
 K_TILE = gpu.K_TILE // 2  # halves of K a tile row holds (128 bytes)
 SPLIT_BLOCK_LINES = 64  # lines a block of half_split.cu covers (by tiles)
 WHOLE_K = specs.HALF_SPLIT_WHOLE_K  # the longest contiguous line half_split.cu reads whole
-_CHOICE_TABLE = 20  # int8_choice.cu's table of bits per count of moduli
 
 
 def split_blocks(per_tile: int, tiles: int, k_tiles: int) -> int:
@@ -96,24 +96,20 @@ def split_both(a: mx.array, bt: mx.array, a_stats: mx.array, b_stats: mx.array, 
         blocks * 256, stream))
 
 
-def choose(a_stats: mx.array, b_stats: mx.array, m: int, n: int, k: int, stream=None) -> mx.array:
-    """The choice words (gpu.CHOICE_WORDS) on the device: one "modulus" where
-    every finite line's span is at most MAX_SPAN, none otherwise. It is the
-    INT8 choice's kernel with a table in which one modulus carries MAX_SPAN +
-    1 bits and no target bits: it then names one modulus exactly when every
-    span + 1 (and every line's lost bits, which would take a line's mean entry
-    2^MAX_SPAN below its norm) fits those bits."""
-    bits = MAX_SPAN + 1
-    params = gpu._int32([m, n, k, 0, bits, 1, *([bits] * _CHOICE_TABLE)])
-    return gpu._launch(specs.cuda_int8_choice(), [a_stats, b_stats, params], (len(gpu.CHOICE_WORDS),), mx.int32,
-                       1024, stream)
+def _choice() -> mx.array:
+    """The choice words (gpu.CHOICE_WORDS) the fallback reads: the split (one
+    "modulus"), and non_finite 1, so that the fallback's blocks look at their
+    lines' statistics, where the split marked every line it does not take
+    (sgemm::split_stats). A constant: no kernel decides it."""
+    words = dict.fromkeys(gpu.CHOICE_WORDS, 0) | dict(moduli=1, bits=MAX_SPAN + 1, non_finite=1)
+    return gpu._int32(words.values())
 
 
-def _products(ah, bh, a_stats, b_stats, choice, direct, m: int, n: int, k: int, spec: specs.KernelSpec,
+def _products(ah, bh, a_stats, b_stats, direct, m: int, n: int, k: int, spec: specs.KernelSpec,
               stream=None) -> mx.array:
     tiles_m, tiles_n = -(-m // spec.block_m), -(-n // spec.block_n)
     params = gpu._int32([m, n, max(1, -(-k // K_TILE)), tiles_m, tiles_n])
-    return gpu._launch(spec, [ah, bh, a_stats, b_stats, choice, direct, params], (m, n), mx.float32,
+    return gpu._launch(spec, [ah, bh, a_stats, b_stats, direct, params], (m, n), mx.float32,
                        product_blocks(tiles_m * tiles_n) * spec.threadgroup[0], stream)
 
 
@@ -128,8 +124,8 @@ def product_blocks(tiles: int) -> int:
 def split_product(a: mx.array, b: mx.array, precision: str = "float32", stream=None) -> mx.array:
     """float32 a @ b (2-D float32, any strides) by the split on the GPU, all
     kernels queued at once: the statistics (both operands in one launch),
-    the two splits (one launch), the choice, the fallback's tiles, the
-    products: five graph nodes."""
+    the two splits (one launch, marking the lines they do not take), the
+    fallback's tiles (those of marked lines), the products: four graph nodes."""
     m, k = a.shape
     n = b.shape[1]
     if min(m, n, k) == 0:
@@ -142,9 +138,8 @@ def split_product(a: mx.array, b: mx.array, precision: str = "float32", stream=N
     a_read, b_read = gpu.line_stats(a, bt, stream, WHOLE_K)
     ah, bh, a_stats, b_stats = split_both(a, bt, a_read, b_read, products.block_m, products.block_n,
                                           PARTS[precision], stream)
-    choice = choose(a_stats, b_stats, m, n, k, stream)
-    direct = gpu.fallback_product(a, b, choice, a_stats, b_stats, stream)
-    return _products(ah, bh, a_stats, b_stats, choice, direct, m, n, k, products, stream)
+    direct = gpu.fallback_product(a, b, _choice(), a_stats, b_stats, stream)
+    return _products(ah, bh, a_stats, b_stats, direct, m, n, k, products, stream)
 
 
 def split_lines(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -172,20 +167,40 @@ def reference(a: np.ndarray, b: np.ndarray, precision: str = "float32") -> np.nd
     return np.ldexp(c, -(e + f)).astype(np.float32)
 
 
-def _spans_fit(x: np.ndarray, axis: int) -> bool:
-    return bool((scheme.exponents(x, axis)[2] <= MAX_SPAN).all())
+def lines_fit(x: np.ndarray, axis: int) -> np.ndarray:
+    """Which rows (axis=1) or columns (axis=0) of x the split takes: finite,
+    span at most MAX_SPAN and lost bits at most MAX_SPAN + 1 (the rule the
+    split applies on the device, sgemm::split_stats)."""
+    _, lost, span = scheme.exponents(x, axis)
+    return np.isfinite(x).all(axis=axis) & (span <= MAX_SPAN) & (lost <= MAX_SPAN + 1)
 
 
 def reference_product(a: mx.array, b: mx.array, precision: str = "float32") -> mx.array:
     """What the GPU path computes for one 2-D product, in numpy on the host:
-    :func:`reference` where every line fits the split, else ``mx.matmul``
-    (as the device's float32 fallback takes products with lines too wide for
-    float16's range, or holding Inf or NaN). For the tests: the op itself
-    computes with ``mx.matmul`` on the CPU."""
+    :func:`reference` at the outputs whose row and column the split takes
+    (:func:`lines_fit`), ``mx.matmul``'s (the device's float32 fallback) at
+    those of a line too wide for float16's range or holding an Inf or NaN.
+    For the tests: the op itself computes with ``mx.matmul`` on the CPU."""
     xn, yn = np.array(a.astype(mx.float32)), np.array(b.astype(mx.float32))
-    if np.isfinite(xn).all() and np.isfinite(yn).all() and _spans_fit(xn, 1) and _spans_fit(yn, 0):
-        return mx.array(reference(xn, yn, precision))
-    return mx.matmul(a, b, stream=mx.cpu)
+    rows, cols = lines_fit(xn, 1), lines_fit(yn, 0)
+    c = reference(np.where(rows[:, None], xn, 0), np.where(cols[None, :], yn, 0), precision)
+    taken = rows[:, None] & cols[None, :]
+    if not taken.all():
+        c = np.where(taken, c, np.array(mx.matmul(a, b, stream=mx.cpu)))
+    return mx.array(c)
+
+
+def lines_taken(a: mx.array, b: mx.array, stream=None) -> tuple[np.ndarray, np.ndarray]:
+    """Which of A's rows and B's columns (2-D float32, any strides) the split
+    takes on the GPU, read back from the statistics it hands on (a line it
+    does not take has an infinite largest magnitude there): for the tests and
+    benchmarks."""
+    (m, k), n = a.shape, b.shape[1]
+    bt = b.T
+    products = kernel_choice.half_split_spec("float32", m, n)
+    a_read, b_read = gpu.line_stats(a, bt, stream, WHOLE_K)
+    _, _, a_stats, b_stats = split_both(a, bt, a_read, b_read, products.block_m, products.block_n, 2, stream)
+    return np.isfinite(np.array(a_stats[0])), np.isfinite(np.array(b_stats[0]))
 
 
 def fp16_emulated(a: mx.array, b: mx.array, *, precision: str = "float32", stream=None) -> mx.array:

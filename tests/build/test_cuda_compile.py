@@ -14,7 +14,6 @@ compiler is missing.
 """
 
 import concurrent.futures
-import functools
 import os
 import re
 import shutil
@@ -92,9 +91,9 @@ def check_resources(spec, report: str):
 
 
 @pytest.mark.parametrize("spec", CUDA_SPECS, ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
-def test_nvrtc_compiles_as_mlx_does(spec):
+def test_nvrtc_compiles_as_mlx_does(spec, request):
     needs(find_libnvrtc() is not None, "libnvrtc (pip install nvidia-cuda-nvrtc)")
-    check_resources(spec, built(nvrtc_builds(), spec)[0])
+    check_resources(spec, built(request, spec)[0])
 
 
 # The instances of the kernels that read float16 / bfloat16 operands and
@@ -140,24 +139,36 @@ def in_processes(build, items) -> dict:
         return dict(zip(items, pool.map(build, items)))
 
 
-def built(builds: dict, key):
-    """A build's result, or the error it raised, raised here (for its test)."""
-    result = builds[key]
+# The tests that read a build, each: (the build, its key from the test's
+# parameters). The first such test to run builds what every selected test of
+# the session will read, all at once (in_processes).
+BUILDS_OF = {
+    "test_nvrtc_compiles_as_mlx_does": (build_with_nvrtc, lambda p: p["spec"]),
+    "test_no_generic_memory_accesses": (build_with_nvrtc, lambda p: p["spec"]),
+    "test_nvrtc_compiles_every_element_type": (build_with_nvrtc, lambda p: p["spec"]),
+    "test_no_generic_memory_accesses_for_any_element_type": (build_with_nvrtc, lambda p: p["spec"]),
+    "test_nvcc_compiles_for_sm90a": (build_with_nvcc, lambda p: (p["spec"], "90a")),
+    "test_nvcc_compiles_half_mma_for_ampere_and_ada": (build_with_nvcc, lambda p: (p["spec"], p["arch"])),
+}
+_built: dict = {}  # (build, key) -> its result, or the error it raised
+
+
+def built(request, key):
+    """The build the test asking (``request``) reads for ``key``: its result,
+    or the error it raised, raised here."""
+    build = BUILDS_OF[request.node.originalname][0]
+    if (build, key) not in _built:
+        wanted = {key}
+        for item in request.session.items:
+            uses = BUILDS_OF.get(getattr(item, "originalname", ""))
+            if uses and uses[0] is build and hasattr(item, "callspec"):
+                wanted.add(uses[1](item.callspec.params))
+        wanted = [k for k in wanted if (build, k) not in _built]
+        _built.update({(build, k): result for k, result in in_processes(build, wanted).items()})
+    result = _built[(build, key)]
     if isinstance(result, Exception):
         raise result
     return result
-
-
-@functools.cache
-def element_type_builds() -> dict:
-    """spec -> build_with_nvrtc(spec) for every ELEMENT_TYPE_SPECS."""
-    return in_processes(build_with_nvrtc, ELEMENT_TYPE_SPECS)
-
-
-@functools.cache
-def nvrtc_builds() -> dict:
-    """spec -> build_with_nvrtc(spec) for every CUDA_SPECS."""
-    return in_processes(build_with_nvrtc, CUDA_SPECS)
 
 
 # half_mma is the kernel of GPUs without wgmma, and half_gemv runs on every
@@ -166,19 +177,6 @@ def nvrtc_builds() -> dict:
 # tested on.
 OLDER_ARCHS = ("80", "86", "89")
 OLDER_ARCH_SPECS = specs.half_mma_specs()[:2] + specs.half_gemv_specs()[:1]
-
-
-@functools.cache
-def nvcc_builds() -> dict:
-    """(spec, arch) -> build_with_nvcc((spec, arch)) for every CUDA_SPECS on
-    sm_90a and OLDER_ARCH_SPECS on OLDER_ARCHS."""
-    return in_processes(build_with_nvcc, [(spec, "90a") for spec in CUDA_SPECS]
-                        + [(spec, arch) for spec in OLDER_ARCH_SPECS for arch in OLDER_ARCHS])
-
-
-def element_type_build(spec) -> tuple[str, str]:
-    needs(find_libnvrtc() is not None, "libnvrtc (pip install nvidia-cuda-nvrtc)")
-    return built(element_type_builds(), spec)
 
 
 def test_every_kernel_that_converts_on_load_is_compiled_for_every_element_type():
@@ -191,8 +189,9 @@ def test_every_kernel_that_converts_on_load_is_compiled_for_every_element_type()
 
 
 @pytest.mark.parametrize("spec", ELEMENT_TYPE_SPECS, ids=type_id)
-def test_nvrtc_compiles_every_element_type(spec):
-    log, _ = element_type_build(spec)
+def test_nvrtc_compiles_every_element_type(spec, request):
+    needs(find_libnvrtc() is not None, "libnvrtc (pip install nvidia-cuda-nvrtc)")
+    log, _ = built(request, spec)
     check_resources(spec, log)
     a_type, b_type = (signatures._CUDA_TYPES[t] for t in spec.operand_types)
     source = full_source(spec)
@@ -201,16 +200,16 @@ def test_nvrtc_compiles_every_element_type(spec):
 
 
 @pytest.mark.parametrize("spec", CUDA_SPECS, ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
-def test_nvcc_compiles_for_sm90a(spec):
+def test_nvcc_compiles_for_sm90a(spec, request):
     needs(shutil.which("nvcc") is not None, "nvcc (CUDA 13)")
-    check_resources(spec, built(nvcc_builds(), (spec, "90a")))
+    check_resources(spec, built(request, (spec, "90a")))
 
 
 @pytest.mark.parametrize("arch", OLDER_ARCHS)
 @pytest.mark.parametrize("spec", OLDER_ARCH_SPECS, ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
-def test_nvcc_compiles_half_mma_for_ampere_and_ada(spec, arch):
+def test_nvcc_compiles_half_mma_for_ampere_and_ada(spec, arch, request):
     needs(shutil.which("nvcc") is not None, "nvcc (CUDA 13)")
-    check_resources(spec, built(nvcc_builds(), (spec, arch)))
+    check_resources(spec, built(request, (spec, arch)))
 
 
 def test_nvrtc_rejects_what_mlx_would_reject():
@@ -297,14 +296,15 @@ def check_no_generic_accesses(ptx: str):
 
 @pytest.mark.parametrize("spec", [s for s in CUDA_SPECS if s.stage in SHARED_AS_SHARED],
                          ids=lambda s: f"{s.stage}-{s.block_m}x{s.block_n}")
-def test_no_generic_memory_accesses(spec):
+def test_no_generic_memory_accesses(spec, request):
     needs(find_libnvrtc() is not None, "libnvrtc (pip install nvidia-cuda-nvrtc)")
-    check_no_generic_accesses(built(nvrtc_builds(), spec)[1])
+    check_no_generic_accesses(built(request, spec)[1])
 
 
 @pytest.mark.parametrize("spec", [s for s in ELEMENT_TYPE_SPECS if s.stage in SHARED_AS_SHARED], ids=type_id)
-def test_no_generic_memory_accesses_for_any_element_type(spec):
-    check_no_generic_accesses(element_type_build(spec)[1])
+def test_no_generic_memory_accesses_for_any_element_type(spec, request):
+    needs(find_libnvrtc() is not None, "libnvrtc (pip install nvidia-cuda-nvrtc)")
+    check_no_generic_accesses(built(request, spec)[1])
 
 
 def test_host_and_device_count_the_emulations_blocks_alike():

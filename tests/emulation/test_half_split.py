@@ -66,16 +66,37 @@ def test_half_operands_give_mx_matmuls_dtype():
     assert mlx_sgemm.fp16_emulated(a, b, stream=mx.cpu).dtype == mx.matmul(a, b).dtype
 
 
-def test_lines_too_wide_and_non_finite_ones_are_mx_matmuls():
+def test_outputs_of_lines_too_wide_and_non_finite_ones_are_mx_matmuls():
+    """A row too wide for the split (span past MAX_SPAN) or holding an Inf:
+    its outputs are mx.matmul's (the device's float32 fallback), every other
+    output the split's."""
     a, b = draw((30, 40), 7), draw((40, 20), 8)
     wide = a.copy()
     wide[3, ::2] *= np.float32(1e30)
     wide[3, 1::2] *= np.float32(1e-30)
-    assert not half_split._spans_fit(wide, 1) and half_split._spans_fit(a, 1)
-    for x in (wide, np.where(np.arange(40) == 5, np.inf, a).astype(np.float32)):
+    non_finite = a.copy()
+    non_finite[3, 5] = np.inf
+    assert half_split.lines_fit(a, 1).all()
+    for x in (wide, non_finite):
+        assert list(np.flatnonzero(~half_split.lines_fit(x, 1))) == [3]
         c = np.array(half_split.reference_product(mx.array(x), mx.array(b)))
         ref = np.array(mx.matmul(mx.array(x), mx.array(b), stream=mx.cpu))
-        assert np.array_equal(c, ref, equal_nan=True)
+        assert np.array_equal(c[3], ref[3], equal_nan=True)
+        others = np.delete(np.arange(30), 3)
+        assert np.array_equal(c[others], half_split.reference(x[others], b))
+
+
+def test_a_line_is_taken_up_to_a_span_of_max_span():
+    """The bound, at its edge: columns whose smallest nonzero entry lies 2^37
+    and 2^38 below their largest (spans of MAX_SPAN and MAX_SPAN + 1: the norm
+    exponent counts the norm bound's margin) are taken and not taken, as
+    scheme.exponents counts their spans."""
+    column = np.zeros((3, 2), np.float32)
+    column[:, 0] = [1.0, 2.0**-37, 0]
+    column[:, 1] = [1.0, 2.0**-38, 0]
+    span = scheme.exponents(column, 0)[2]
+    assert list(span) == [half_split.MAX_SPAN, half_split.MAX_SPAN + 1]
+    assert list(half_split.lines_fit(column, 0)) == [True, False]
 
 
 def test_bad_operands_are_named():

@@ -1,8 +1,8 @@
 """The float16 split (``fp16_emulated``) on a Hopper GPU: its accuracy against
 float64 next to cuBLAS SGEMM's (normal, positive, GEMMul8's hard inputs; K
 from 1 to past the INT8 emulation's int32 bound), every output written
-(NaN-poisoned outputs) at tile edges, the device's choice and its float32
-fallback for lines too wide and for Inf and NaN, and every shape class of the
+(NaN-poisoned outputs) at tile edges, the lines the split marks and the
+float32 fallback for them (too wide) and for Inf and NaN, every shape class of the
 other ops; and its one-part TF32 form (precision="tf32") against the one-pass
 TF32 pipeline, and matmul's use of it."""
 
@@ -15,7 +15,7 @@ from mlx_sgemm import ops
 from mlx_sgemm.bench import accuracy
 from mlx_sgemm.build import launcher
 from mlx_sgemm.dispatch import device
-from mlx_sgemm.emulation import gpu, half_split, scheme
+from mlx_sgemm.emulation import half_split, scheme
 
 from ..conftest import GPU_BACKEND, requires_gpu
 from . import emulation_shapes
@@ -32,9 +32,9 @@ _inputs = accuracy.emulation_inputs
 
 
 def _split_taken(x: mx.array, y: mx.array) -> bool:
-    m, k = x.shape
-    choice = half_split.choose(*gpu.line_stats(x, y.T), m, y.shape[1], k)
-    return int(np.array(choice)[0]) == 1
+    """Every line of x and y taken by the split on the device."""
+    rows, cols = half_split.lines_taken(x, y)
+    return bool(rows.all() and cols.all())
 
 
 # The contract, as measured on an H100 (benchmarks/fp16_emulation.py
@@ -112,15 +112,23 @@ def test_k_past_the_int8_emulations_bound():
 
 
 def test_lines_too_wide_are_tile_threads_on_the_device():
-    """A span past MAX_SPAN: the choice takes no split, and every output is
-    tile_threads' bit for bit (NaN-poisoned outputs), queued without a read-back."""
+    """A span past MAX_SPAN: the split marks the line (the same lines as the
+    numpy rule), its outputs are tile_threads' bit for bit, every other output
+    is the split's (NaN-poisoned outputs), queued without a read-back."""
     rng = np.random.default_rng(8)
     a, b = _inputs("1e30 next to 1e-30", 300, 270, 500, rng)
     x, y = mx.array(a), mx.array(b)
-    assert not _split_taken(x, y)
+    rows, cols = half_split.lines_taken(x, y)
+    assert np.array_equal(rows, half_split.lines_fit(a, 1)) and np.array_equal(cols, half_split.lines_fit(b, 0))
+    assert 0 < rows.sum() < len(rows) and 0 < cols.sum() < len(cols)
     with launcher.poisoned_outputs():
-        got, want = mlx_sgemm.fp16_emulated(x, y), ops.tile_threads(x, y)
-        assert np.array_equal(np.array(got), np.array(want))
+        got, threads = np.array(mlx_sgemm.fp16_emulated(x, y)), np.array(ops.tile_threads(x, y))
+    taken = rows[:, None] & cols[None, :]
+    assert np.array_equal(got[~taken], threads[~taken])
+    want = np.array(half_split.reference_product(x, y))
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert (np.abs(got.astype(np.float64) - want)[taken] <= 2.0**-21 * scale[taken]).all()
+    assert np.isfinite(got).all()
 
 
 def test_non_finite_lines_take_the_fallbacks_outputs():

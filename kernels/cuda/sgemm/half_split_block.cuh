@@ -10,7 +10,8 @@
 // (sgemm/int8_tiles.cuh) with the parts where the moduli are, `tiles` tiles of
 // `per_tile` lines by `k_tiles` k-tiles of 64. Zeros fill the padding (lines
 // past `lines`, K past K) and every line holding an Inf or NaN. Also written:
-// the lines' statistics (stats_out), which the choice and the products read.
+// the lines' statistics (stats_out), which the fallback and the products read,
+// with a line the split does not take marked (split_stats).
 //
 // Two ways through, chosen from x's strides where the kernel runs (MLX's
 // arrays show the host no strides):
@@ -48,7 +49,23 @@ __host__ __device__ constexpr int split_blocks(int per_tile, int tiles, int k_ti
                                                                       : tiles * per_tile / SPLIT_LINES * k_tiles;
 }
 
-template <int PARTS, int WHOLE_K, int TOP>
+// A line's four statistics as the split hands them on: a finite line whose
+// span is past MAX_SPAN, or whose lost bits are past MAX_SPAN + 1 (an entry,
+// or its mean one, would scale below float16's smallest subnormal: the rule
+// int8_choice.cu applies with one "modulus" of MAX_SPAN + 1 bits), gets the
+// largest magnitude +Inf. The fallback then computes the tiles of its lines
+// and the products take its outputs from there, as for a line holding an Inf
+// or NaN; every other output stays the split's. (The choice, one kernel and
+// one graph node more, sent the whole product to the fallback for one such
+// line.)
+template <int MAX_SPAN>
+__device__ inline void split_stats(float (&read)[4], int K) {
+  int lost, span;
+  line_lost_and_span(read, K, lost, span);
+  if (largest_is_finite(read[0]) && (span > MAX_SPAN || lost > MAX_SPAN + 1)) read[0] = __int_as_float(0x7f800000);
+}
+
+template <int PARTS, int WHOLE_K, int TOP, int MAX_SPAN>
 __device__ inline void half_split_block(const float* x, int64_t line_stride, int64_t k_stride, const float* stats,
                                         int8_t* out, float* stats_out, int lines, int K, int per_tile, int tiles,
                                         int k_tiles, int block) {
@@ -140,8 +157,15 @@ __device__ inline void half_split_block(const float* x, int64_t line_stride, int
     __syncthreads();
     if (threadIdx.x == 0) {
       for (int w = 1; w < THREADS / 32; ++w) stats_here.add(of_warp[w]);
-      if (live) stats_here.store(stats_out, lines, line);
       shift = live ? half_shift_of(stats_here.largest(), TOP) : NON_FINITE_LINE;
+      if (live) {
+        stats_here.store(stats_out, lines, line);
+        float read[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) read[q] = stats_out[q * lines + line];
+        split_stats<MAX_SPAN>(read, K);
+        stats_out[line] = read[0];
+      }
     }
     __syncthreads();
     for_each_chunk([&](int chunk) {
@@ -157,9 +181,13 @@ __device__ inline void half_split_block(const float* x, int64_t line_stride, int
   const int block_index = tile_blocks - 1 - block;  // the last lines first
   const int line0 = block_index / k_tiles * LINES, k_tile = block_index % k_tiles;
   if (k_tile == 0)
-    for (int i = threadIdx.x; i < 4 * LINES; i += THREADS) {
-      const int l = line0 + i % LINES, q = i / LINES;
-      if (l < lines) stats_out[q * lines + l] = stats[q * lines + l];
+    for (int l = line0 + threadIdx.x; l < min(line0 + LINES, lines); l += THREADS) {
+      float read[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) read[q] = stats[q * lines + l];
+      split_stats<MAX_SPAN>(read, K);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) stats_out[q * lines + l] = read[q];
     }
   const Tiles tile_block(x, lines, K, line_stride, k_stride, line0, k_tile * K_TILE);
   auto& staged = *reinterpret_cast<Tiles::Staging*>(shared_floats);

@@ -52,6 +52,28 @@ __device__ inline int residue_steps(int bits) { return bits <= 29 ? 1 : 2; }
 __device__ inline bool largest_is_finite(float largest) { return fabsf(largest) <= 3.4028235e38f; }
 __device__ inline bool line_is_finite(const float* stats, int line) { return largest_is_finite(stats[line]); }
 
+// A finite line's lost bits and span from its four statistics (largest
+// magnitude, sum, smallest nonzero, norm exponent n; int8_line_stats.cu) at K,
+// 0 and 0 for a line of zeros (scheme.line_exponents's rule):
+//   lost = n - floor(log2(sum |x| / K))  (how far its mean entry lies below its
+//          norm bound),
+//   span = n - floor(log2(smallest nonzero |x|))  (the bits that entry needs).
+__device__ inline void line_lost_and_span(const float (&read)[4], int K, int& lost, int& span) {
+  const float top = read[0], total = read[1], low = read[2];
+  const int norm_exp = static_cast<int>(read[3]);
+  int e;
+  lost = span = 0;
+  if (!(top > 0.0f)) return;
+  if (total > 0.0f) {
+    frexp(static_cast<double>(total) / K, &e);
+    lost = max(norm_exp - (e - 1), 0);
+  }
+  if (low <= 3.4028235e38f) {
+    frexp(static_cast<double>(low), &e);
+    span = max(norm_exp - (e - 1), 0);
+  }
+}
+
 // Whether the INT8 emulation's float32 fallback (tile_threads.cu built with
 // SGEMM_EMULATION_FALLBACK) computes the rows x cols tile at (row0, col0): the
 // choice has no moduli, or a row of A or column of B (B^T's row) of the tile
