@@ -255,10 +255,15 @@ def test_tf32_non_finite_and_wide_lines_take_the_fallback():
     assert np.array_equal(np.isnan(c), np.isnan(ref)) and np.array_equal(np.isinf(c), np.isinf(ref))
     a, b = _inputs("1e30 next to 1e-30", 300, 270, 500, rng)
     x, y = mx.array(a), mx.array(b)
-    assert not _split_taken(x, y)
+    rows, cols = half_split.lines_taken(x, y)
+    taken = rows[:, None] & cols[None, :]
+    assert 0 < taken.sum() < taken.size
     with launcher.poisoned_outputs():
-        assert np.array_equal(np.array(mlx_sgemm.fp16_emulated(x, y, precision="tf32")),
-                              np.array(ops.tile_threads(x, y)))
+        got, threads = np.array(mlx_sgemm.fp16_emulated(x, y, precision="tf32")), np.array(ops.tile_threads(x, y))
+    assert np.array_equal(got[~taken], threads[~taken])
+    want = np.array(half_split.reference_product(x, y, "tf32"))
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert (np.abs(got.astype(np.float64) - want)[taken] <= 2.0**-18 * scale[taken]).all()
 
 
 def test_matmul_takes_the_one_part_split_for_big_tf32_products():
