@@ -13,8 +13,9 @@
 // from the fallback, and the choice says there is one), its lost bits and
 // span (sgemm::line_lost_and_span). Then bits = target + the largest lost of
 // either operand; an operand whose widest span needs more is "wide" (B named
-// when both are), and bits rise to every span + 1; the moduli are the fewest whose bound carries that many bits
-// (bits_for, from the host's table), and the bits all that they carry.
+// when both are), and bits rise to every span + 1; the moduli are the fewest
+// whose bound carries that many bits (bits_for, from the host's table), and
+// the bits all that they carry.
 //
 // One block of 1024 threads, a line a thread at a time. params: M, N, K,
 // target bits, the most bits a side the path carries, the most moduli, then

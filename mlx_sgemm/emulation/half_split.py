@@ -121,6 +121,18 @@ def product_blocks(tiles: int) -> int:
     return min(tiles, device.cuda_multiprocessors() or tiles)
 
 
+def _split(a: mx.array, b: mx.array, precision: str, stream=None):
+    """The products' spec at ``precision``, and a's and b's parts and
+    statistics (split_both): the operands' statistics, then their split, which
+    takes them for lines it cannot read whole (and makes them for those it
+    can) and marks the lines it does not take: two launches for both."""
+    bt = b.T
+    products = kernel_choice.half_split_spec(precision, a.shape[0], b.shape[1])
+    a_read, b_read = gpu.line_stats(a, bt, stream, WHOLE_K)
+    return products, *split_both(a, bt, a_read, b_read, products.block_m, products.block_n, PARTS[precision],
+                                 stream)
+
+
 def split_product(a: mx.array, b: mx.array, precision: str = "float32", stream=None) -> mx.array:
     """float32 a @ b (2-D float32, any strides) by the split on the GPU, all
     kernels queued at once: the statistics (both operands in one launch),
@@ -130,14 +142,7 @@ def split_product(a: mx.array, b: mx.array, precision: str = "float32", stream=N
     n = b.shape[1]
     if min(m, n, k) == 0:
         return mx.zeros((m, n), dtype=mx.float32, stream=stream)
-    bt = b.T
-    products = kernel_choice.half_split_spec(precision, m, n)
-    # The operands' statistics, then their split, which takes them for lines
-    # it cannot read whole (and makes them for those it can): two launches
-    # for both operands.
-    a_read, b_read = gpu.line_stats(a, bt, stream, WHOLE_K)
-    ah, bh, a_stats, b_stats = split_both(a, bt, a_read, b_read, products.block_m, products.block_n,
-                                          PARTS[precision], stream)
+    products, ah, bh, a_stats, b_stats = _split(a, b, precision, stream)
     direct = gpu.fallback_product(a, b, _choice(), a_stats, b_stats, stream)
     return _products(ah, bh, a_stats, b_stats, direct, m, n, k, products, stream)
 
@@ -195,11 +200,7 @@ def lines_taken(a: mx.array, b: mx.array, stream=None) -> tuple[np.ndarray, np.n
     takes on the GPU, read back from the statistics it hands on (a line it
     does not take has an infinite largest magnitude there): for the tests and
     benchmarks."""
-    (m, k), n = a.shape, b.shape[1]
-    bt = b.T
-    products = kernel_choice.half_split_spec("float32", m, n)
-    a_read, b_read = gpu.line_stats(a, bt, stream, WHOLE_K)
-    _, _, a_stats, b_stats = split_both(a, bt, a_read, b_read, products.block_m, products.block_n, 2, stream)
+    *_, a_stats, b_stats = _split(a, b, "float32", stream)
     return np.isfinite(np.array(a_stats[0])), np.isfinite(np.array(b_stats[0]))
 
 
