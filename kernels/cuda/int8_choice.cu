@@ -1,4 +1,5 @@
 #include "sgemm/int8_tiles.cuh"
+#include "sgemm/line_stats.cuh"
 #include "sgemm/params.cuh"
 // Chapter 7, the INT8 emulation's choice, made on the device: from every line's
 // statistics (int8_line_stats.cu, A's rows and B^T's rows), the bits a side and
@@ -50,8 +51,12 @@ for (int first = threadIdx.x; first < most_lines; first += BATCH * blockDim.x) {
 #pragma unroll
     for (int u = 0; u < BATCH; ++u) {
       const int line = first + u * blockDim.x, lines = lines_of[operand];
+      if (line < lines) {
+        sgemm::load_line_stats(stats_of[operand], lines, line, read[operand][u]);
+      } else {
 #pragma unroll
-      for (int q = 0; q < 4; ++q) read[operand][u][q] = line < lines ? stats_of[operand][q * lines + line] : 0.0f;
+        for (int q = 0; q < 4; ++q) read[operand][u][q] = 0.0f;
+      }
     }
 #pragma unroll
   for (int operand = 0; operand < 2; ++operand)

@@ -59,10 +59,11 @@ __host__ __device__ constexpr int split_blocks(int per_tile, int tiles, int k_ti
 // one graph node more, sent the whole product to the fallback for one such
 // line.)
 template <int MAX_SPAN>
-__device__ inline void split_stats(float (&read)[4], int K) {
+__device__ inline void split_stats(float (&line_stats)[4], int K) {
   int lost, span;
-  line_lost_and_span(read, K, lost, span);
-  if (largest_is_finite(read[0]) && (span > MAX_SPAN || lost > MAX_SPAN + 1)) read[0] = __int_as_float(0x7f800000);
+  line_lost_and_span(line_stats, K, lost, span);
+  if (largest_is_finite(line_stats[0]) && (span > MAX_SPAN || lost > MAX_SPAN + 1))
+    line_stats[0] = __int_as_float(0x7f800000);
 }
 
 template <int PARTS, int WHOLE_K, int TOP, int MAX_SPAN>
@@ -159,12 +160,10 @@ __device__ inline void half_split_block(const float* x, int64_t line_stride, int
       for (int w = 1; w < THREADS / 32; ++w) stats_here.add(of_warp[w]);
       shift = live ? half_shift_of(stats_here.largest(), TOP) : NON_FINITE_LINE;
       if (live) {
-        stats_here.store(stats_out, lines, line);
-        float read[4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q) read[q] = stats_out[q * lines + line];
-        split_stats<MAX_SPAN>(read, K);
-        stats_out[line] = read[0];
+        float line_stats[4];
+        stats_here.values(line_stats);
+        split_stats<MAX_SPAN>(line_stats, K);
+        store_line_stats(line_stats, stats_out, lines, line);
       }
     }
     __syncthreads();
@@ -182,12 +181,10 @@ __device__ inline void half_split_block(const float* x, int64_t line_stride, int
   const int line0 = block_index / k_tiles * LINES, k_tile = block_index % k_tiles;
   if (k_tile == 0)
     for (int l = line0 + threadIdx.x; l < min(line0 + LINES, lines); l += THREADS) {
-      float read[4];
-#pragma unroll
-      for (int q = 0; q < 4; ++q) read[q] = stats[q * lines + l];
-      split_stats<MAX_SPAN>(read, K);
-#pragma unroll
-      for (int q = 0; q < 4; ++q) stats_out[q * lines + l] = read[q];
+      float line_stats[4];
+      load_line_stats(stats, lines, l, line_stats);
+      split_stats<MAX_SPAN>(line_stats, K);
+      store_line_stats(line_stats, stats_out, lines, l);
     }
   const Tiles tile_block(x, lines, K, line_stride, k_stride, line0, k_tile * K_TILE);
   auto& staged = *reinterpret_cast<Tiles::Staging*>(shared_floats);

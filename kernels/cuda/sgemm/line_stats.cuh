@@ -65,13 +65,29 @@ struct LineStats {
     return exponent;
   }
 
-  __device__ void store(float* stats, int lines, int line) const {
-    stats[line] = largest();
-    stats[lines + line] = total;
-    stats[2 * lines + line] = low;
-    stats[3 * lines + line] = static_cast<float>(norm_exponent());
+  // The four statistics as they are stored (see store_line_stats).
+  __device__ void values(float (&v)[4]) const {
+    v[0] = largest(), v[1] = total, v[2] = low, v[3] = static_cast<float>(norm_exponent());
   }
+
+  __device__ void store(float* stats, int lines, int line) const;
 };
+
+// A line's four statistics in a [4][lines] array, to and from registers.
+__device__ inline void load_line_stats(const float* stats, int lines, int line, float (&v)[4]) {
+#pragma unroll
+  for (int q = 0; q < 4; ++q) v[q] = stats[q * lines + line];
+}
+__device__ inline void store_line_stats(const float (&v)[4], float* stats, int lines, int line) {
+#pragma unroll
+  for (int q = 0; q < 4; ++q) stats[q * lines + line] = v[q];
+}
+
+__device__ inline void LineStats::store(float* stats, int lines, int line) const {
+  float v[4];
+  values(v);
+  store_line_stats(v, stats, lines, line);
+}
 
 }  // namespace sgemm
 
