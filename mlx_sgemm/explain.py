@@ -205,6 +205,10 @@ def _layouts(backend: str, spec, b_transposed: bool) -> dict:
         a = ("rounded to nearest TF32 by a pass before the kernel (tf32_round.cu: one read and one write of A, "
              "row-contiguous), then read" + (" by TMA" if spec.tensor_maps else ""))
         b += "; each element rounded to nearest TF32 in registers"
+    elif spec.rounds_a_tiles_to_tf32:
+        a = ("read in place at its strides (row-major, a transposed view or a slice: no copy); each k-tile "
+             "rounded to nearest TF32 in shared memory by the producer")
+        b += "; each element rounded to nearest TF32 in registers"
     else:
         a = ("read in place at its strides (row-major, a transposed view or a slice: no copy)"
              + ("; by TMA when row-major" if spec.tensor_maps else ""))

@@ -66,13 +66,20 @@ def test_explain_plans_for_a_gpu_this_machine_lacks(case, backend):
 
 @pytest.mark.parametrize("b_transposed", [False, True])
 def test_explain_says_the_tf32_pipeline_rounds_its_operands(b_transposed):
-    """tile_wgmma at TF32 takes A from a rounding pass (a copy) and rounds B in
-    registers; at float32 (3xTF32) A is read in place."""
+    """tile_wgmma at TF32 takes A from a rounding pass (a copy) where the TMA
+    copies it (256-row blocks), rounds A's tiles in shared memory where the
+    producer copies them (fewer rows), and rounds B in registers; at float32
+    (3xTF32) A is read in place."""
     tf32 = mlx_sgemm.explain((2048, 4096), (4096, 4096), precision="tf32", backend="cuda", wgmma=True,
                              b_transposed=b_transposed)
     assert tf32.kernel == "matmul_tf32_wgmma"
     assert tf32.layouts["a"].startswith("rounded to nearest TF32 by a pass") and "tf32_round.cu" in tf32.layouts["a"]
     assert "rounded to nearest TF32 in registers" in tf32.layouts["b"] and "rounded to nearest" in tf32.contract
+    few_rows = mlx_sgemm.explain((32, 4096), (4096, 4096), precision="tf32", backend="cuda", wgmma=True,
+                                 b_transposed=b_transposed)
+    assert few_rows.kernel == "matmul_tf32_wgmma" and few_rows.layouts["a"].startswith("read in place")
+    assert "rounded to nearest TF32 in shared memory" in few_rows.layouts["a"]
+    assert "rounded to nearest TF32 in registers" in few_rows.layouts["b"]
     plain = mlx_sgemm.explain((1000, 4096), (4096, 4096), backend="cuda", wgmma=True, b_transposed=b_transposed)
     assert plain.kernel == "tile_wgmma" and plain.layouts["a"].startswith("read in place")
 

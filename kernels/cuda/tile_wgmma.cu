@@ -80,10 +80,14 @@
 // FMAs, as exact as any float32 product. Without SPLIT (TF32): one product per
 // step, each operand rounded to nearest TF32 as cuBLAS's TF32 rounds them (the
 // tensor cores truncate the float32 they are given, which on data of one sign
-// is a bias that grows with K): A by the host before the kernel (a pass over
-// A costs less than rounding each stage in shared memory, which doubled the
-// shared-memory traffic: docs/performance-log.md, "TF32 rounded to nearest"),
-// B's fragments in the consumers' registers.
+// is a bias that grows with K): B's fragments in the consumers' registers; A
+// where the TMA copies it (the 256-row blocks) by a pass before the kernel
+// (KernelSpec.rounds_a_to_tf32: rounding a 256-row stage in shared memory
+// doubled the shared-memory traffic, docs/performance-log.md, "TF32 rounded to
+// nearest"), and where the producer copies it by cp.async (blocks of up to 128
+// rows, whose A tiles are a half to an eighth of that) in shared memory by the
+// producer, as 3xTF32 splits it there: the pass and its launch cost a product
+// of a few rows more ("TF32: A rounded where the producer copies it").
 constexpr int THREADS = 384;
 // setmaxnreg moves registers within what the block was given at launch: 384
 // threads x 168 (the most that lets 384 threads fit in 64K). A warpgroup that
@@ -257,6 +261,17 @@ if (warpgroup == 0) {
           sgemm::split_tf32_fast4(x, xb, xs, probe);
           *reinterpret_cast<float4*>(big + i) = xb;
           *reinterpret_cast<float4*>(small + i) = xs;
+        }
+      } else if (!a_tma) {
+        // TF32, A by cp.async: its k-tile rounded to nearest TF32 in place. (In a
+        // TMA instance whose A the map does not describe, A was rounded before
+        // the kernel too: rounding is idempotent.)
+        sgemm::barrier_sync(PRODUCERS_ONLY, 128);  // every producer's copies landed
+        float* const tile = a_part(ready, 0);
+#pragma unroll 4
+        for (int j = 0; j < A_FLOATS / 4 / 128; ++j) {
+          float4& x = *reinterpret_cast<float4*>(tile + 4 * (j * 128 + threadIdx.x));
+          x = sgemm::to_tf32_4(x);
         }
       }
       sgemm::fence_proxy_async();  // this thread's writes, for the tensor cores

@@ -196,9 +196,23 @@ class KernelSpec:
 
     @property
     def rounds_a_to_tf32(self) -> bool:
-        """Whether A goes in rounded to nearest TF32 (:func:`cuda_tf32_round`):
-        tile_wgmma at TF32, whose tensor cores read A from shared memory and
-        would truncate it (B's fragments it rounds in registers)."""
+        """Whether A goes in rounded to nearest TF32 by a pass before the kernel
+        (:func:`cuda_tf32_round`): tile_wgmma at TF32 copying A by the TMA,
+        whose tensor cores read A from shared memory as the TMA left it and
+        would truncate it. (Its instances without the TMA round each k-tile of
+        A in shared memory on its way in: :attr:`rounds_a_tiles_to_tf32`; B's
+        fragments every instance rounds in registers.)"""
+        return self.tf32_wgmma and bool(dict(self.template)["TMA"])
+
+    @property
+    def rounds_a_tiles_to_tf32(self) -> bool:
+        """tile_wgmma at TF32 without the TMA: its producer rounds each k-tile of
+        A to nearest TF32 in shared memory, where cp.async left it."""
+        return self.tf32_wgmma and not dict(self.template)["TMA"]
+
+    @property
+    def tf32_wgmma(self) -> bool:
+        """tile_wgmma at TF32 (one pass on the tensor cores, no 3xTF32 split)."""
         return self.source_file == "tile_wgmma.cu" and not dict(self.template)["SPLIT"]
 
     @property

@@ -110,10 +110,11 @@ def test_specs_with_other_macros_get_other_names():
 
 
 def test_tf32_wgmma_takes_a_rounded_to_nearest_tf32(monkeypatch):
-    """tile_wgmma at TF32 (every instance matmul may run) multiplies A rounded
-    by tf32_round.cu, its tensor cores would truncate it; at float32 (3xTF32
-    splits A itself) and for every other kernel, A goes in as it is. The
-    kernel object is stubbed: what it is handed is checked."""
+    """tile_wgmma at TF32 copying A by the TMA multiplies A rounded by
+    tf32_round.cu, its tensor cores would truncate it; the instances that copy
+    A by cp.async round its tiles in shared memory and, like 3xTF32 (which
+    splits A itself) and every other kernel, take A as it is. The kernel
+    object is stubbed: what it is handed is checked."""
     handed = []
     monkeypatch.setattr(launcher, "tf32_rounding", lambda shape: lambda x, stream: x + 1000.0)
     monkeypatch.setattr(launcher, "kernel_call", lambda spec, p, k_splits: (
@@ -121,14 +122,17 @@ def test_tf32_wgmma_takes_a_rounded_to_nearest_tf32(monkeypatch):
         {"output_shapes": [p.kernel_out_shape(k_splits)]}))
     a, b = mx.ones((40, 64)), mx.ones((64, 24))
     tf32 = kernel_choice.wgmma_variants("tf32")
-    assert tf32 and all(spec.rounds_a_to_tf32 for spec in tf32)
-    assert not any(spec.rounds_a_to_tf32 for spec in kernel_choice.wgmma_variants("float32"))
-    assert not any(spec.rounds_a_to_tf32 for spec in specs.specs("cuda") if spec.stage != "tile_wgmma")
+    by_tma = [spec for spec in tf32 if spec.tensor_maps]
+    assert by_tma and all(spec.rounds_a_to_tf32 and not spec.rounds_a_tiles_to_tf32 for spec in by_tma)
+    by_copies = [spec for spec in tf32 if not spec.tensor_maps]
+    assert by_copies and all(spec.rounds_a_tiles_to_tf32 and not spec.rounds_a_to_tf32 for spec in by_copies)
+    others = kernel_choice.wgmma_variants("float32") + [s for s in specs.specs("cuda") if s.stage != "tile_wgmma"]
+    assert not any(spec.rounds_a_to_tf32 or spec.rounds_a_tiles_to_tf32 for spec in others)
     assert not specs.cuda_tf32_round().rounds_a_to_tf32
-    for spec, rounded in ((tf32[0], True), (kernel_choice.wgmma_variants("float32")[0], False)):
+    for spec, rounded in ((by_tma[0], True), (by_copies[0], False), (kernel_choice.wgmma_variants("float32")[0], False)):
         launcher.prepared.cache_clear()
         launcher.launch(spec, a, b)
         assert (handed[-1] == (1001.0 if rounded else 1.0)).all().item()
     launcher.prepared.cache_clear()
-    launcher.launch(tf32[0], a.astype(mx.float16), b.astype(mx.float16))  # exact in TF32: as it is
+    launcher.launch(by_tma[0], a.astype(mx.float16), b.astype(mx.float16))  # exact in TF32: as it is
     assert (handed[-1] == 1.0).all().item()

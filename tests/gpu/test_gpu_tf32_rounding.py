@@ -1,7 +1,8 @@
 """TF32 on Hopper's wgmma pipeline rounds each operand to nearest, as cuBLAS's
 TF32 does: the tensor cores truncate the float32 they are given, which on
 data of one sign is a bias that grows with K (kernels/cuda/tile_wgmma.cu
-rounds A's tile, and B^T's where it is read by descriptor, in shared memory,
+rounds A's tiles in shared memory where its producer copies them, blocks of up
+to 128 rows, A by a pass before the kernel where the TMA copies it, 256 rows,
 and B's fragments in registers).
 
 The blocks of up to 128 rows also add each k-tile's products to the sum in

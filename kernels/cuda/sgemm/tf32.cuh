@@ -12,6 +12,12 @@ __device__ inline uint32_t to_tf32(float x) {
   return r;
 }
 
+// to_tf32 of 4 values (a float4 of a tile), as floats.
+__device__ inline float4 to_tf32_4(float4 x) {
+  return make_float4(__uint_as_float(to_tf32(x.x)), __uint_as_float(to_tf32(x.y)), __uint_as_float(to_tf32(x.z)),
+                     __uint_as_float(to_tf32(x.w)));
+}
+
 // The 3xTF32 split for operands on their way to the tensor cores: big = x
 // rounded to TF32 and small = x - big rounded to TF32, both to nearest (ties
 // away), so |small| <= 2^-11 |x| and the dropped small * small term stays
