@@ -201,17 +201,17 @@ def _layouts(backend: str, spec, b_transposed: bool) -> dict:
         }
     if spec.tensor_maps:
         b += "; by TMA" + (" (B^T's rows into a swizzled tile)" if b_transposed else " (swizzled panels)")
-    if spec.rounds_a_to_tf32:  # its tensor cores read A from shared memory, and would truncate it
+    in_place = "read in place at its strides (row-major, a transposed view or a slice: no copy)"
+    # TF32 on wgmma: the tensor cores would truncate what they read, so each operand is rounded first.
+    if spec.rounds_a_to_tf32:  # A copied by the TMA, as it lies
         a = ("rounded to nearest TF32 by a pass before the kernel (tf32_round.cu: one read and one write of A, "
              "row-contiguous), then read" + (" by TMA" if spec.tensor_maps else ""))
-        b += "; each element rounded to nearest TF32 in registers"
     elif spec.rounds_a_tiles_to_tf32:
-        a = ("read in place at its strides (row-major, a transposed view or a slice: no copy); each k-tile "
-             "rounded to nearest TF32 in shared memory by the producer")
-        b += "; each element rounded to nearest TF32 in registers"
+        a = in_place + "; each k-tile rounded to nearest TF32 in shared memory by the producer"
     else:
-        a = ("read in place at its strides (row-major, a transposed view or a slice: no copy)"
-             + ("; by TMA when row-major" if spec.tensor_maps else ""))
+        a = in_place + ("; by TMA when row-major" if spec.tensor_maps else "")
+    if spec.tf32_wgmma:
+        b += "; each element rounded to nearest TF32 in registers"
     return {"a": a, "b": b + "; other strides are read element by element"}
 
 

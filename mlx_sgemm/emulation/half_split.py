@@ -100,9 +100,9 @@ def _choice() -> mx.array:
     """The choice words (gpu.CHOICE_WORDS) the fallback reads: the split (one
     "modulus"), and non_finite 1, so that the fallback's blocks look at their
     lines' statistics, where the split marked every line it does not take
-    (sgemm::split_stats). A constant: no kernel decides it."""
-    words = dict.fromkeys(gpu.CHOICE_WORDS, 0) | dict(moduli=1, bits=MAX_SPAN + 1, non_finite=1)
-    return gpu._int32(words.values())
+    (sgemm::split_stats). A constant: no kernel decides it. (gpu.fixed_choice
+    reads K only to find the bits, which are named here.)"""
+    return gpu.fixed_choice(0, 1, MAX_SPAN + 1)
 
 
 def _products(ah, bh, a_stats, b_stats, direct, m: int, n: int, k: int, spec: specs.KernelSpec,
