@@ -6,7 +6,8 @@ kernel time and DRAM throughput per call, L2 flushed before each.
 
 For each shape (M N K, B as a transposed view `x @ W.T` or row-major), runs
 benchmarks/ncu_small_m.py under ncu: five calls of mx.matmul, five of matmul
-(half_gemv as matmul chooses it) and five of each variant (cuda_half_gemv's
+(half_gemv as matmul chooses it), for one row against W.T five of a model
+layer's (half_gemv_one_row), and five of each variant (cuda_half_gemv's
 keywords, NAME=VALUE,...) launched directly, and records the median of each
 five, a row per kernel with its template: what chapter 8's kernel table
 (mlx_sgemm/pages/half_precision.py) reads, matmul's choice first. CUDA only,
@@ -36,7 +37,7 @@ VARIANTS = ("WARPS=16,MIN_BLOCKS=1", "WARPS=8,MIN_BLOCKS=2", "WARPS=16,IN_FLIGHT
             "NT=1,WARPS=4,IN_FLIGHT=1,MIN_BLOCKS=8")
 METRICS = "gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed"
 CALLS = 5
-TEMPLATE = ("NT", "WARPS", "IN_FLIGHT", "MIN_BLOCKS")  # the CSV's columns of the variant
+TEMPLATE = ("NT", "WARPS", "IN_FLIGHT", "UNROLL", "PARTS", "MIN_BLOCKS")  # the CSV's columns of the variant
 
 
 def profile(m: int, n: int, k: int, transposed: bool, dtype: str, variants: list[str]) -> list[tuple[float, float]]:
@@ -68,7 +69,8 @@ def keywords(variant: str) -> dict[str, int]:
 
 
 def template(spec) -> dict:
-    """A half_gemv instance's template and its MIN_BLOCKS: the CSV's variant columns."""
+    """A half_gemv or half_gemv_one_row instance's template and its MIN_BLOCKS:
+    the CSV's variant columns."""
     return {**dict(spec.template), "MIN_BLOCKS": spec.min_blocks}
 
 
@@ -92,6 +94,8 @@ def main(argv=None) -> int:
         # The launches in order: MLX's GEMV (x @ W.T of one row: otherwise
         # cuBLAS, which the filter leaves out), matmul's, each variant's.
         kernels = [("half_gemv", template(kernel_choice.half_gemv(plan((m, k), (k, n)), args.dtype, args.dtype)))]
+        if m == 1 and transposed:  # then a layer's call (ncu_small_m.py): its token alone
+            kernels.append(("half_gemv_one_row", template(kernel_choice.half_gemv_one_row(args.dtype, args.dtype))))
         kernels += [("half_gemv", template(specs.cuda_half_gemv(args.dtype, **keywords(v)))) for v in args.variants]
         if len(launches) == CALLS * (len(kernels) + 1):
             kernels.insert(0, ("mx.matmul (gemv)", {}))

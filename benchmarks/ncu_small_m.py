@@ -10,7 +10,8 @@ each evaluated alone, for Nsight Compute: kernel time and DRAM bytes per call.
 
 (M N K, T for B as a transposed view, the operands' dtype, float32 unless named,
 and half_gemv:NAME=VALUE,... (cuda_half_gemv's keywords) for five calls of that half_gemv
-instance too, launched directly.) The question: is a small product's
+instance too, launched directly; one half row against W.T is also a model layer's
+call five times, whose kernel is half_gemv_one_row.) The question: is a small product's
 gap to cuBLAS in the kernel or around it? (docs/performance-log.md, "H100's
 4x14336x4096 and B's L2 policy".) CUDA only, under ncu on the GPU machine.
 """
@@ -34,6 +35,9 @@ mx.eval(a, w)
 b = mx.swapaxes(w, -1, -2) if transposed else w
 for _ in range(5): mx.eval(mx.matmul(a, b))
 for _ in range(5): mx.eval(ops.matmul(a, b))
+if transposed and m == 1 and dtype != mx.float32:  # a model layer's token: half_gemv_one_row
+    layer = ops.layer_product("matmul")
+    for _ in range(5): mx.eval(layer(a, w))
 for variant in variants:
     spec = specs.cuda_half_gemv(str(dtype).rpartition(".")[2], **keywords(variant))
     for _ in range(5): mx.eval(launcher.launch(spec, a, b))

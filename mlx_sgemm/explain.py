@@ -193,6 +193,14 @@ def _layouts(backend: str, spec, b_transposed: bool) -> dict:
                       " in runs of 4 columns, paired into k by byte permutes")
                  + "; other strides or alignments are read element by element",
         }
+    if spec.source_file == "half_gemv_one_row.cu":  # made for W's rows; row-major B its fallback
+        return {
+            "a": "read in place at its strides; the row's 16-byte runs of k through L1, shared by every warp",
+            "b": b + (f" in 16-byte runs of k (W's rows), {dict(spec.template)['PARTS']} warps a row" if b_transposed
+                      else f" in 64-byte runs of a row, by 1 in {32 // spec.block_n} of the blocks (slower: the "
+                           "grid is made for W's rows)")
+                 + "; other strides or alignments are read element by element",
+        }
     if spec.source_file == "half_wgmma.cu":  # 16-bit wgmma reads either layout (chapter 8)
         return {
             "a": "read in place at its strides; by TMA, row-major (K-major tiles) or a transposed view (MN-major)",
@@ -269,7 +277,7 @@ def _recorded_row(row: dict, precision: str, b_transposed: bool) -> dict | None:
 
 def explain(
     a, b, *, precision: str = "float32", deterministic: bool = False, backend: str | None = None,
-    wgmma: bool = True, b_transposed: bool = False, dtype="float32", stream=None,
+    wgmma: bool = True, b_transposed: bool = False, dtype="float32", layer: bool = False, stream=None,
 ) -> Explanation:
     """What ``mlx_sgemm.matmul(a, b, precision=..., deterministic=...)`` runs.
 
@@ -281,11 +289,17 @@ def explain(
     dtype of operands given as shapes (one for both, or a pair; an array has
     its own): whether each is converted to float32 on load inside the kernel
     or cast first depends on the kernel (``dtypes`` and ``conversions``).
+    ``layer``: the product of a model's layer (``mlx_sgemm.nn.Linear``,
+    ``x @ W.T``, ``b`` being W.T), which runs other kernels than matmul's
+    for a token's half products (a layer's products side by side, and a
+    token alone read as MLX's GEMV reads W); implies ``b_transposed``.
     """
     kernel_choice.check_precision(precision)
     check_bool(deterministic, "deterministic")
     check_bool(wgmma, "wgmma")
     check_bool(b_transposed, "b_transposed")
+    check_bool(layer, "layer")
+    b_transposed = b_transposed or layer
     a_shape, b_shape = _shape_of(a, "a"), _shape_of(b, "b")
     types = _dtypes_of(a, b, dtype)
     dtypes = dict(zip("ab", types))
@@ -329,6 +343,7 @@ def explain(
             return tuned or kernel_choice.heuristic(backend_, precision, p_, has_wgmma)
 
         choose.matmul = True  # matmul's choice, as kernel_choice.chooser's
+        choose.layer = layer
         pad_k, pad_n, _, _, how = ops.route_plan(choose, backend, a_shape, b_shape, True, types, wgmma=has_wgmma)
         if tuned is not None:
             chosen_by = f"autotune cache ({tuning_cache.cache_path()}), entry {how.key}"
@@ -351,6 +366,11 @@ def explain(
                              f"{how.spec.block_n} block: "
                              + _half_rows(padded, how.spec.block_m)
                              + ", 128 columns: three stages fit every such GPU's shared memory")
+            elif how.spec.stage == "half_gemv_one_row":
+                chosen_by = (f"rule: both operands {types[0]}, one row, a model layer's x @ W.T: bound by "
+                             "reading W, read as MLX's GEMV reads it, a row of W a column of C "
+                             f"({dict(how.spec.template)['PARTS']} warps each, {how.spec.min_blocks} blocks "
+                             "of 8 warps an SM)")
             elif how.spec.stage == "half_gemv":
                 chosen_by = (f"rule: both operands {types[0]}, M <= {kernel_choice.SMALL_M} rows: bound by reading "
                              "B, which goes straight from memory into mma.sync's registers (chapter 8), "

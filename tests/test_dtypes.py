@@ -368,6 +368,26 @@ def test_explain_says_why_half_gemv_blocks_have_16_columns():
     assert "blocks of 32 columns, their 4 warps" in chosen_by(14336)
 
 
+@pytest.mark.skipif(GPU_BACKEND == "cuda", reason="on a CUDA GPU explain plans for that GPU")
+def test_explain_says_what_a_layer_runs_for_a_token():
+    """explain(layer=True): a model layer's x @ W.T, whose token alone runs
+    half_gemv_one_row (FMAs in float32, W's rows read 4 warps each), and
+    whose two rows run half_gemv in a layer's blocks (8 warps)."""
+    alone = mlx_sgemm.explain((1, 1, 4096), (4096, 14336), backend="cuda", dtype="bfloat16", layer=True)
+    assert alone.kernel == "half_gemv_one_row" and alone.source == "kernels/cuda/half_gemv_one_row.cu"
+    assert "a model layer's x @ W.T" in alone.chosen_by and "4 warps each" in alone.chosen_by
+    assert alone.contract.startswith("float32: FMAs in float32") and alone.contract.endswith(
+        "rounded once to bfloat16 in the kernel")
+    assert "W's rows), 4 warps a row" in alone.layouts["b"]
+    assert alone.conversions == dict.fromkeys("ab", kernel_choice.CONVERTED_ON_LOAD)
+    two = mlx_sgemm.explain((2, 4096), (4096, 14336), backend="cuda", dtype="bfloat16", layer=True)
+    assert two.kernel == "half_gemv" and "their 8 warps" in two.chosen_by
+    matmul = mlx_sgemm.explain((1, 1, 4096), (4096, 14336), backend="cuda", dtype="bfloat16", b_transposed=True)
+    assert matmul.kernel == "half_gemv" and "their 4 warps" in matmul.chosen_by
+    with pytest.raises(TypeError, match="layer"):
+        mlx_sgemm.explain((1, 4096), (4096, 8), layer="yes")
+
+
 @pytest.mark.parametrize("dtype", [F16, BF16], ids=str)
 def test_a_gpu_without_wgmma_runs_half_mma_on_a_pair_of_one_half_type(fake_cuda, monkeypatch, dtype):
     """matmul on a faked CUDA GPU without wgmma: a pair of one half type goes

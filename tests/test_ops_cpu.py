@@ -91,7 +91,7 @@ def test_every_kernel_file_has_a_spec():
         files = {p.name for p in (sources.kernels_dir() / backend).glob("*" + suffix)}
         used = {s.source_file for s in specs.specs(backend) + specs.emulation_specs(backend)
                 + (specs.half_wgmma_specs() + specs.half_mma_specs() + specs.half_gemv_specs()
-                   + [specs.cuda_tf32_round()] if backend == "cuda" else [])}
+                   + specs.half_gemv_one_row_specs() + [specs.cuda_tf32_round()] if backend == "cuda" else [])}
         assert files == used, f"{backend}: files without spec {files - used}, missing {used - files}"
 
 

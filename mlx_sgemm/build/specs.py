@@ -455,12 +455,36 @@ def cuda_half_gemv(element: str = "bfloat16", output: str | None = None, *, NT: 
     )
 
 
+def cuda_half_gemv_one_row(element: str = "bfloat16", output: str | None = None, *, UNROLL: int = 2,
+                           PARTS: int = 4, MIN_BLOCKS: int = 8) -> KernelSpec:
+    """Chapter 8 for a model layer's token alone (kernels/cuda/half_gemv_one_row.cu):
+    each row of A by itself against B of one half type ``element``, as MLX's
+    GEMV reads W (x @ W.T: a row of W a column of C, in 16-byte runs), FMAs in
+    float32, C rounded once to ``output``. Blocks of 8 warps, PARTS of them a
+    column of C (so 8 / PARTS columns a block), UNROLL runs in flight a lane,
+    registers capped so that MIN_BLOCKS blocks (64 warps) fit on an SM."""
+    output = _half_output(element, output)
+    return KernelSpec(
+        "half_gemv_one_row", "cuda", "half_gemv_one_row.cu", (256, 1, 1), 1, 8 // PARTS,
+        (("UNROLL", UNROLL), ("PARTS", PARTS), ("TA", element), ("TB", element), ("TC", output)),
+        min_blocks=MIN_BLOCKS,
+        output_dtypes=(output,),
+        operand_types=(element, element),
+    )
+
+
 def half_gemv_specs() -> list[KernelSpec]:
     """Every half_gemv instance matmul may run (kernel_choice.half_gemv): both
     half types, rounding to the type or writing float32 (gemm), each block shape."""
     return [cuda_half_gemv(element, output, WARPS=warps, MIN_BLOCKS=min_blocks, NT=nt)
             for element in ("float16", "bfloat16") for output in (element, "float32")
             for warps, min_blocks, nt in (HALF_GEMV_NARROW, HALF_GEMV_WIDE, HALF_GEMV_WIDE_LAYER)]
+
+
+def half_gemv_one_row_specs() -> list[KernelSpec]:
+    """Every half_gemv_one_row instance a layer may run: each half type,
+    rounding to it (a layer's product is never gemm's float32)."""
+    return [cuda_half_gemv_one_row(element) for element in ("float16", "bfloat16")]
 
 
 # half_gemv's (WARPS, MIN_BLOCKS, NT): where its blocks of 32 columns are few,

@@ -119,7 +119,7 @@ HALF_TF32_MIN_VOLUME = math.prod(HALF_TF32_MIN_SHAPE)
 
 
 # The kernels that multiply with FP32 FMAs (by source file), the rest with tensor cores.
-FMA_SOURCES = ("naive", "tile", "tile_threads", "small_m", "small_m_wide")
+FMA_SOURCES = ("naive", "tile", "tile_threads", "small_m", "small_m_wide", "half_gemv_one_row")
 
 
 def runs_on_fma(spec: specs.KernelSpec) -> bool:
@@ -543,8 +543,14 @@ def for_operands(launch: Launch, backend: str, p: Plan, operand_types: tuple[str
         if large or (matmul and p.M > SMALL_M):
             return half_launch(p, a_type, float32_out, deterministic, wgmma=has_wgmma)
         if launch.spec.stage in specs.ROUNDS_IN_KERNEL and (has_wgmma or device.has_mma_sync()):
-            # A token's products (the small-M kernels' rows): half_gemv.
-            return Launch(half_gemv(p, a_type, "float32" if float32_out else a_type, layer), 1)
+            # A token's products (the small-M kernels' rows): half_gemv, or
+            # for a layer's token alone half_gemv_one_row, which reads W as
+            # MLX's GEMV does where B is x @ W.T's: only a layer's call knows
+            # that (the grid is the layout's), and matmul's does not.
+            output = "float32" if float32_out else a_type
+            if layer and p.M == 1:
+                return Launch(half_gemv_one_row(a_type, output), 1)
+            return Launch(half_gemv(p, a_type, output, layer), 1)
     reading = launch.reading(a_type, b_type)
     if one_half_type and launch.spec.stage in specs.ROUNDS_IN_KERNEL and launch.k_splits == 1 and not float32_out:
         # The small-M kernels round C themselves: no second kernel to cast it.
@@ -596,6 +602,20 @@ def half_gemv(p: Plan, element: str, output: str, layer: bool = False) -> specs.
     if p.tile_count(8, 32) < 2 * _multiprocessors():
         return _half_gemv_spec(element, output, *specs.HALF_GEMV_NARROW)
     return _half_gemv_spec(element, output, *(specs.HALF_GEMV_WIDE_LAYER if layer else specs.HALF_GEMV_WIDE))
+
+
+@functools.cache
+def half_gemv_one_row(element: str, output: str) -> specs.KernelSpec:
+    """half_gemv_one_row's instance: a model layer's token alone (M = 1, B
+    its weight transposed, x @ W.T), 4 warps a column of C, 64 warps an SM.
+
+    Alone (Nsight Compute, L2 flushed, H200, bfloat16), against MLX's GEMV
+    and half_gemv: 1x14336x4096 29.5 us (83% of the memory's bandwidth)
+    against 29.6 and 31.9; 1x4096x14336 29.7 against 29.6 and 31.8;
+    1x4096x4096 11.7 against 11.7 and 12.9; with W in L2, 9.8 against 6.9 and
+    11.0 (docs/performance-log.md, "A layer's token alone: MLX's GEMV, four
+    warps a column")."""
+    return specs.cuda_half_gemv_one_row(element, output)
 
 
 @functools.cache

@@ -84,8 +84,9 @@ def weight_bandwidth() -> str:
 def gemv_kernel_table() -> str:
     """half_gemv's kernels alone (Nsight Compute, L2 flushed, median of 5
     calls), the newest run of each GPU: the instance matmul chooses for each
-    recorded shape, its time and share of the memory's bandwidth, beside MLX's
-    GEMV where it was timed."""
+    recorded shape, its time and share of the memory's bandwidth, a model
+    layer's kernel for a token alone (half_gemv_one_row) where it was timed,
+    beside MLX's GEMV where it was timed."""
     runs = newest_by_device("half-gemv-kernel-*.csv")  # newest first
     if not runs:
         return "No run of half_gemv alone is recorded yet (`benchmarks/ncu_small_m.py`)."
@@ -96,28 +97,39 @@ def _gemv_kernel_run(path: Path, rows: list[dict]) -> str:
     from ..dispatch import kernel_choice
     from ..dispatch.problem import plan
 
-    lines = [f"{rows[0]['device']}, {rows[0]['dtype']}, the kernel alone, `{path.name}`:", "",
-             "| M x N x K | B | half_gemv (as matmul runs it) | DRAM | MLX's GEMV | DRAM |",
-             "|---|---|---:|---:|---:|---:|"]
+    dtype = rows[0]["dtype"]
+    lines = [f"{rows[0]['device']}, {dtype}, the kernel alone, `{path.name}`:", "",
+             "| M x N x K | B | half_gemv (as matmul runs it) | DRAM | half_gemv_one_row (a layer's token) | DRAM "
+             "| MLX's GEMV | DRAM |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     shapes = dict.fromkeys((int(r["M"]), int(r["N"]), int(r["K"]), r["layout"]) for r in rows)
+
+    def timed(of_shape, kernel, spec):  # the shape's rows of `kernel` in `spec`'s template
+        chosen = {**dict(spec.template), "MIN_BLOCKS": spec.min_blocks}
+        return [r for r in of_shape if r["kernel"] == kernel
+                and all(str(r.get(name) or "") == str(value) for name, value in chosen.items() if name in TEMPLATE)]
+
+    def cells(found):
+        return f"{float(found[0]['median_us']):.1f} us | {float(found[0]['dram_pct']):.0f}%"
+
     for m, n, k, layout in shapes:
-        spec = kernel_choice.half_gemv(plan((m, k), (k, n)), rows[0]["dtype"], rows[0]["dtype"])
-        chosen = dict(spec.template)
-        ours = [r for r in rows if (int(r["M"]), int(r["N"]), int(r["K"]), r["layout"]) == (m, n, k, layout)
-                and r["kernel"] == "half_gemv"
-                and all(int(r[name]) == chosen[name] for name in ("NT", "WARPS", "IN_FLIGHT"))
-                and int(r["MIN_BLOCKS"]) == spec.min_blocks]
-        mlx = [r for r in rows if (int(r["M"]), int(r["N"]), int(r["K"]), r["layout"]) == (m, n, k, layout)
-               and r["kernel"].startswith("mx.matmul")]
+        of_shape = [r for r in rows if (int(r["M"]), int(r["N"]), int(r["K"]), r["layout"]) == (m, n, k, layout)]
+        ours = timed(of_shape, "half_gemv", kernel_choice.half_gemv(plan((m, k), (k, n)), dtype, dtype))
+        layer = timed(of_shape, "half_gemv_one_row", kernel_choice.half_gemv_one_row(dtype, dtype))
+        mlx = [r for r in of_shape if r["kernel"].startswith("mx.matmul")]
         if not ours and not mlx:
             continue
         # A run recorded before matmul's current instance for the shape says so.
-        mine = (f"{float(ours[0]['median_us']):.1f} us | {float(ours[0]['dram_pct']):.0f}%" if ours
-                else "not timed in its current blocks | -")
-        theirs = (f"{float(mlx[0]['median_us']):.1f} us | {float(mlx[0]['dram_pct']):.0f}%" if mlx else "- | -")
+        mine = cells(ours) if ours else "not timed in its current blocks | -"
+        layers = cells(layer) if layer else "- | -"
+        theirs = cells(mlx) if mlx else "- | -"
         lines.append(f"| {shape_text(m, n, k)} | {'`x @ W.T`' if layout == 'transposed' else 'row-major'} "
-                     f"| {mine} | {theirs} |")
+                     f"| {mine} | {layers} | {theirs} |")
     return "\n".join(lines)
+
+
+# The template constants a half_gemv-kernel-*.csv records (benchmarks/ncu_half_gemv.py).
+TEMPLATE = ("NT", "WARPS", "IN_FLIGHT", "UNROLL", "PARTS", "MIN_BLOCKS")
 
 
 # cuBLAS's Hopper kernels name their tile and cluster: nvjet_sm90_tst_128x128_64x6_2x1_...

@@ -40,23 +40,26 @@ def test_rows_are_what_the_kernel_table_reads(fake_cuda, monkeypatch, tmp_path):
     variants = ["WARPS=16,MIN_BLOCKS=1", "NT=1,WARPS=4,IN_FLIGHT=1,MIN_BLOCKS=8"]
 
     def profile(m, n, k, transposed, dtype, names):
-        # MLX's GEMV only for one row against W.T; then matmul's launch, then the variants'.
-        count = 5 * (len(names) + 1 + (m == 1 and transposed))
+        # MLX's GEMV and a layer's call only for one row against W.T; matmul's launch, the variants'.
+        count = 5 * (len(names) + 1 + 2 * (m == 1 and transposed))
         return [(10.0 + i // 5, 50.0) for i in range(count)]
     monkeypatch.setattr(module, "profile", profile)
     path = tmp_path / "half-gemv-kernel-2026-11-28-test.csv"
     assert module.main(["--csv", str(path), "--shapes", "1x14336x4096T", "8x4096x14336", "--variants", *variants]) == 0
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
-    assert [(r["layout"], r["kernel"], r["median_us"]) for r in rows[:5]] == [
+    assert [(r["layout"], r["kernel"], r["median_us"]) for r in rows[:6]] == [
         ("transposed", "mx.matmul (gemv)", "10.0"), ("transposed", "half_gemv", "11.0"),
-        ("transposed", "half_gemv", "12.0"), ("transposed", "half_gemv", "13.0"), ("row-major", "half_gemv", "10.0")]
-    assert (rows[3]["NT"], rows[3]["WARPS"], rows[3]["IN_FLIGHT"], rows[3]["MIN_BLOCKS"]) == ("1", "4", "1", "8")
-    # Chapter 8's table finds matmul's launch for each shape, and MLX's GEMV where timed.
+        ("transposed", "half_gemv_one_row", "12.0"), ("transposed", "half_gemv", "13.0"),
+        ("transposed", "half_gemv", "14.0"), ("row-major", "half_gemv", "10.0")]
+    assert (rows[4]["NT"], rows[4]["WARPS"], rows[4]["IN_FLIGHT"], rows[4]["MIN_BLOCKS"]) == ("1", "4", "1", "8")
+    assert (rows[2]["UNROLL"], rows[2]["PARTS"], rows[2]["MIN_BLOCKS"], rows[2]["NT"]) == ("2", "4", "8", "")
+    # Chapter 8's table finds matmul's launch for each shape, a layer's for a
+    # token, and MLX's GEMV where timed.
     monkeypatch.setattr(results, "recorded_runs", lambda pattern: [path])
     table = half_precision.gemv_kernel_table()
-    assert "| 1x14336x4096 | `x @ W.T` | 11.0 us | 50% | 10.0 us | 50% |" in table
-    assert "| 8x4096x14336 | row-major | 10.0 us | 50% | - | - |" in table
+    assert "| 1x14336x4096 | `x @ W.T` | 11.0 us | 50% | 12.0 us | 50% | 10.0 us | 50% |" in table
+    assert "| 8x4096x14336 | row-major | 10.0 us | 50% | - | - | - | - |" in table
 
 
 def test_a_run_without_matmuls_current_blocks_says_so(monkeypatch, tmp_path):
@@ -70,5 +73,5 @@ def test_a_run_without_matmuls_current_blocks_says_so(monkeypatch, tmp_path):
                     + old + old.replace(",1,4096,4096,", ",8,4096,14336,"))
     monkeypatch.setattr(results, "recorded_runs", lambda pattern: [path])
     table = half_precision.gemv_kernel_table()
-    assert "| 1x4096x4096 | `x @ W.T` | not timed in its current blocks | - | 10.9 us | 64% |" in table
+    assert "| 1x4096x4096 | `x @ W.T` | not timed in its current blocks | - | - | - | 10.9 us | 64% |" in table
     assert "8x4096x14336" not in table

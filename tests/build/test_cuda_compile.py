@@ -41,14 +41,14 @@ REQUIRED = bool(os.environ.get("MLX_SGEMM_REQUIRE_CUDA_TOOLS"))
 # Every registered stage, the tile_wgmma variants matmul picks on Hopper, the
 # INT8 emulation's kernels, tile_async and tile_simdgroup as built for GPUs
 # without Hopper's shared memory and setmaxnreg, and chapter 8's: half_wgmma's
-# half_mma's and half_gemv's instances, split_sum, the small-M kernels rounding C to a half type,
+# half_mma's, half_gemv's and half_gemv_one_row's instances, split_sum, the small-M kernels rounding C to a half type,
 # and the pass that rounds tile_wgmma's A to TF32.
 CUDA_SPECS = specs.specs("cuda") + [
     spec for precision in kernel_choice.PRECISIONS for spec in kernel_choice.wgmma_variants(precision)
     if spec not in specs.specs("cuda")
 ] + specs.emulation_specs("cuda") + [
     kernel_choice.stage_spec(stage, "cuda", wgmma=False) for stage in ("tile_async", "tile_simdgroup")
-] + specs.half_wgmma_specs() + specs.half_mma_specs() + specs.half_gemv_specs() + [
+] + specs.half_wgmma_specs() + specs.half_mma_specs() + specs.half_gemv_specs() + specs.half_gemv_one_row_specs() + [
     specs.spec(stage, "cuda").reading(t, t).rounding_to(t)
     for stage in specs.ROUNDS_IN_KERNEL for t in ("float16", "bfloat16")
 ] + [specs.cuda_tf32_round()]
@@ -171,12 +171,13 @@ def built(request, key):
     return result
 
 
-# half_mma is the kernel of GPUs without wgmma, and half_gemv runs on every
+# half_mma is the kernel of GPUs without wgmma, and half_gemv and half_gemv_one_row run on every
 # GPU from sm_80 on: they must build for Ampere (sm_80, sm_86) and Ada (sm_89)
 # too, where MLX's NVRTC targets those, as well as for the H100 they can be
 # tested on.
 OLDER_ARCHS = ("80", "86", "89")
-OLDER_ARCH_SPECS = specs.half_mma_specs()[:2] + specs.half_gemv_specs()[:1]
+OLDER_ARCH_SPECS = (specs.half_mma_specs()[:2] + specs.half_gemv_specs()[:1]
+                    + specs.half_gemv_one_row_specs()[:1])
 
 
 def test_every_kernel_that_converts_on_load_is_compiled_for_every_element_type():

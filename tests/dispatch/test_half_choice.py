@@ -216,6 +216,8 @@ def test_half_gemv_blocks_follow_how_many_there_are(hopper, mnk, batch, wide, la
     run side by side) blocks of 8 warps, two an SM; else blocks of 16 columns
     and 8 warps, two an SM: 16 warps an SM every way."""
     m, n, k = mnk
+    if layer and m == 1:
+        m = 2  # a layer's token alone runs half_gemv_one_row (below); two rows make one row of blocks as one does
     a_shape = (batch, m, k) if batch > 1 else (m, k)
     *_, launch = route(a_shape, (k, n), ("bfloat16", "bfloat16"), kernel_choice.chooser("float32", layer=True)
                        if layer else None)
@@ -230,10 +232,38 @@ def test_half_gemv_blocks_follow_how_many_there_are(hopper, mnk, batch, wide, la
 def test_a_layers_token_products_take_the_layers_blocks(fake_cuda):
     """mlx_sgemm.nn's product asks for a layer's half_gemv blocks; matmul on
     the same operands for its own."""
-    x, w = (mx.zeros(s, dtype=mx.bfloat16) for s in ((1, 4096), (14336, 4096)))
+    x, w = (mx.zeros(s, dtype=mx.bfloat16) for s in ((2, 4096), (14336, 4096)))
     ops.matmul(x, w.T)
     ops.layer_product("matmul")(x, w)
     (matmul_launch,), (layer_launch,) = ({launch.spec for launch in fake_cuda if launch.b_shape == w.T.shape
                                           and launch.spec.threadgroup[0] == t} for t in (128, 256))
     assert matmul_launch.min_blocks == specs.HALF_GEMV_WIDE[1]
     assert layer_launch.min_blocks == specs.HALF_GEMV_WIDE_LAYER[1]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_layers_token_alone_is_read_as_mlxs_gemv_reads_it(fake_cuda, dtype):
+    """A layer's product of one row (a decode step's token) runs
+    half_gemv_one_row, rounding to the dtype in the kernel: the layer's B is
+    its weight transposed, the layout that kernel's grid is made for. matmul
+    on the same operands (whose B's layout the host cannot see), a layer's
+    two rows, and a deterministic layer (batch-invariant: one kernel for
+    every M) run half_gemv. A batch of tokens, each against the same W, is a
+    batch of products of one row: half_gemv_one_row too."""
+    x, w = (mx.zeros(s, dtype=getattr(mx, dtype)) for s in ((1, 1, 4096), (14336, 4096)))
+    ran = {}
+    for name, call in (("layer", lambda: ops.layer_product("matmul")(x, w)),
+                       ("matmul", lambda: ops.matmul(x, w.T)),
+                       ("two rows", lambda: ops.layer_product("matmul")(mx.concatenate([x, x], axis=1), w)),
+                       ("deterministic", lambda: ops.layer_product("matmul", deterministic=True)(x, w))):
+        fake_cuda.clear()
+        call()
+        (launch,) = fake_cuda
+        ran[name] = launch.spec
+    assert ran["layer"] == kernel_choice.half_gemv_one_row(dtype, dtype) == specs.cuda_half_gemv_one_row(dtype)
+    assert ran["layer"].output_type == dtype and (ran["layer"].block_m, ran["layer"].block_n) == (1, 2)
+    assert {ran[name].stage for name in ("matmul", "two rows")} == {"half_gemv"}
+    assert ran["deterministic"].stage != "half_gemv_one_row"
+    fake_cuda.clear()
+    ops.layer_product("matmul")(mx.zeros((3, 1, 4096), dtype=x.dtype), w)
+    assert [launch.spec for launch in fake_cuda] == [ran["layer"]]

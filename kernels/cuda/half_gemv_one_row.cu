@@ -1,0 +1,113 @@
+#include "sgemm/epilogue.cuh"
+#include "sgemm/gemv_one_row.cuh"
+#include "sgemm/operand.cuh"
+#include "sgemm/params.cuh"
+#include "sgemm/schedule.cuh"
+// half_gemv_one_row: C = A @ B one row of A at a time (a token's activations
+// against a weight matrix) when both are float16 or both bfloat16, float32
+// sums, C rounded once to TC (the operands' type, or float32 for gemm).
+//
+// Why a kernel of its own beside half_gemv: a token's product is bound by
+// reading B, and what reads B fastest from memory is many warps, each with its
+// own stretch of bytes in flight. half_gemv's mma fragments serve up to 8 rows
+// of A at once and hold 16 warps an SM; for one row, MLX's GEMV (a warp a
+// column of C, 64 warps an SM) read W 5-10% faster (docs/performance-log.md,
+// "A bfloat16 token's product: MLX's GEMV as a custom kernel"). This is that
+// GEMV for x @ W.T (column-major B, k contiguous), with PARTS warps a column:
+// MLX's one warp leaves half an H200's warps idle where W has 4096 rows. The
+// host sends it only products it knows to be of that layout (a model layer's
+// x @ W.T: kernel_choice.for_operands), since the grid is the layout's; other
+// layouts get correct, slower ways (sgemm/gemv_one_row.cuh).
+//
+// Block: 8 warps, tile: one row of C by 8 / PARTS columns (block_m 1), so
+// any M works, each row of C by its own blocks.
+// - column-major B: warp w takes column col0 + w % BN, a row of W, and its
+//   part w / BN of the row's 16-byte runs: lane l reads run l + 32 (part +
+//   PARTS i), and 16 bytes of A's row at the same k through L1 (read by every
+//   warp), UNROLL loads in flight a lane. The lanes' sums meet by shuffles,
+//   the parts' in shared memory, in order. Plain loads: through L1 without
+//   the L2::256B hint (which half_gemv's wider warps want) MLX's GEMV cloned
+//   read W 2% faster.
+// - row-major B (x @ W): 32 columns a block in 64-byte runs of a row, by the
+//   first BN / 32 of the grid's blocks (the others return at once).
+// - any other strides: a warp a column, element by element.
+// Every sum is added in a fixed order: a repeated product is bitwise the same.
+//
+// Template constants (mlx_sgemm/build/specs.py, cuda_half_gemv_one_row):
+// UNROLL (loads of B in flight a lane), PARTS (warps a column), TA = TB (the
+// half type), TC (C's type).
+constexpr int WARPS = 8;
+constexpr int THREADS = 32 * WARPS;
+constexpr int BN = WARPS / PARTS;  // columns of C a block for column-major B: PARTS warps each
+constexpr int RUN = sgemm::ONE_ROW_RUN;
+using T = TA;
+using E = sgemm::Element<T>;
+static_assert(sizeof(TA) == 2 && sizeof(TB) == 2, "one half type for both operands");
+
+__shared__ float warp_sums[WARPS * 4 * RUN];  // each warp's sums: of its column's part, or (row-major B) of 32 columns
+
+const auto t = sgemm::locate_tile(1, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
+
+// The grid and thread count come from the spec; one that disagrees with this
+// template gets NaN, not a partly written C.
+if (blockDim.x != THREADS || params[sgemm::P_TILES_N] != (t.N + BN - 1) / BN || params[sgemm::P_TILES_M] != t.M) {
+  sgemm::write_nan_tile<1, BN>(t);
+  return;
+}
+
+const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+const int K = t.K;
+const sgemm::Operand<TA> A = t.A;
+const sgemm::Operand<TB> B = t.B;
+const TA* const x = A.p + t.row0 * A.rs;  // this row of A
+TC* const c_row = t.C + t.row0 * t.ldc;
+
+if (B.rs == 1 && B.cs % RUN == 0 && sgemm::is_16_byte_aligned(B.p) && A.cs == 1 && sgemm::is_16_byte_aligned(x)) {
+  // Warp w: column col0 + w % BN, its part w / BN of the runs (run j of 8 k
+  // goes to part j / 32 % PARTS).
+  const int part = warp / BN, n = t.col0 + warp % BN;
+  const bool inside = n < t.N;
+  const TB* const w = B.p + (inside ? n : 0) * B.cs;
+  float sum[1] = {0.0f};
+  auto add_run = [&](const uint4& wv, const uint4& xv) {
+    float wf[RUN], xf[RUN];
+    sgemm::halves_to_floats<T>(wv, wf);
+    sgemm::halves_to_floats<T>(xv, xf);
+#pragma unroll
+    for (int e = 0; e < RUN; ++e) sum[0] = fmaf(wf[e], xf[e], sum[0]);
+  };
+  auto run_of = [](const T* p) { return *reinterpret_cast<const uint4*>(p); };
+  auto x_run = [](const T* p) { return __ldg(reinterpret_cast<const uint4*>(p)); };
+  constexpr int STEP = 32 * RUN * PARTS;  // k between a warp's loads
+  int k = RUN * (lane + 32 * part);
+  if (inside) {
+    for (; k + (UNROLL - 1) * STEP + RUN <= K; k += UNROLL * STEP) {
+      uint4 wv[UNROLL], xv[UNROLL];
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) wv[u] = run_of(w + k + u * STEP), xv[u] = x_run(x + k + u * STEP);
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) add_run(wv[u], xv[u]);
+    }
+    for (; k + RUN <= K; k += STEP) add_run(run_of(w + k), x_run(x + k));  // the whole runs left
+    if (part == 0)
+      for (int kk = K - K % RUN + lane; kk < K; kk += 32)  // K past the last whole run
+        sum[0] = fmaf(E::to_float(w[kk]), E::to_float(x[kk]), sum[0]);
+  }
+  const float total = sgemm::warp_sum_spread<1>(sum);
+  if constexpr (PARTS == 1) {
+    if (lane == 0 && inside) c_row[n] = sgemm::Element<TC>::from_float(total);
+  } else {  // the parts of a column added in order
+    if (lane == 0) warp_sums[warp] = total;
+    __syncthreads();
+    if (threadIdx.x < BN && t.col0 + threadIdx.x < t.N) {
+      float s = warp_sums[threadIdx.x];
+      for (int q = 1; q < PARTS; ++q) s += warp_sums[q * BN + threadIdx.x];
+      c_row[t.col0 + threadIdx.x] = sgemm::Element<TC>::from_float(s);
+    }
+  }
+} else if (B.cs == 1 && B.rs % RUN == 0 && sgemm::is_16_byte_aligned(B.p)) {
+  const int col0 = (t.col0 / BN) * 4 * RUN;  // uniform over the block, which syncs inside
+  if (col0 < t.N) sgemm::one_row_row_major<WARPS>(B, x, A.cs, K, t.N, col0, c_row, warp_sums);
+} else if (warp < BN && t.col0 + warp < t.N) {
+  sgemm::one_row_by_elements(A, B, t.row0, t.col0 + warp, c_row);
+}

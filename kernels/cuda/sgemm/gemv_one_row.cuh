@@ -1,0 +1,83 @@
+// half_gemv_one_row's ways for the layouts of B it is not built for
+// (kernels/cuda/half_gemv_one_row.cu): row-major B in runs, and any strides
+// element by element. Out of line, operands by value: inlined (or as lambdas
+// capturing the kernel's locals, which then live in memory) their registers and
+// stack would be the column-major way's too, whose bound is 32 registers a
+// thread (64 warps an SM).
+#ifndef MLX_SGEMM_GEMV_ONE_ROW_CUH
+#define MLX_SGEMM_GEMV_ONE_ROW_CUH
+
+#include "operand.cuh"
+#include "streamed_load.cuh"
+#include "warp_reduce.cuh"
+
+namespace sgemm {
+
+constexpr int ONE_ROW_RUN = 8;  // halves a 16-byte load
+
+// 8 halves (one 16-byte load) as floats, exactly: every half is a float32 value.
+template <typename T>
+__device__ inline void halves_to_floats(const uint4& v, float (&f)[ONE_ROW_RUN]) {
+  const float4 lo = Element<T>::to_float4(make_uint2(v.x, v.y)), hi = Element<T>::to_float4(make_uint2(v.z, v.w));
+  f[0] = lo.x, f[1] = lo.y, f[2] = lo.z, f[3] = lo.w, f[4] = hi.x, f[5] = hi.y, f[6] = hi.z, f[7] = hi.w;
+}
+
+// Row-major B: the block's 32 columns from col0 of one row of C (`c_row`),
+// x = that row of A (element k at x[k * x_stride]). Lane (r, q) = (lane / 4,
+// lane % 4) of warp w reads the 8 columns col0 + 8 q .. at rows k = 8 (w +
+// WARPS i) + r: each row's 64 bytes in one load of 4 lanes, one load in
+// flight a lane (two spill under the bound on sm_80). A run past N reads its columns inside one by one, zeros
+// beyond. The 8 lanes of a column (q, q + 4, ..) add by shuffles, then the
+// warps in order through `warp_sums` (WARPS x 32 floats): every block thread
+// calls this.
+template <int WARPS, typename T, typename TC>
+__device__ __noinline__ void one_row_row_major(const Operand<T> B, const T* x, int64_t x_stride, int K, int N,
+                                               int col0, TC* c_row, float* warp_sums) {
+  constexpr int RUN = ONE_ROW_RUN, BN = 4 * RUN;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int r = lane / 4, col = col0 + RUN * (lane % 4);
+  const bool whole_run = col + RUN <= N;
+  float acc[RUN] = {};
+  auto add_row = [&](const uint4& run, float xk) {
+    float wf[RUN];
+    halves_to_floats<T>(run, wf);
+#pragma unroll
+    for (int e = 0; e < RUN; ++e) acc[e] = fmaf(wf[e], xk, acc[e]);
+  };
+  auto run_at = [&](int k) {  // 8 columns of row k of B from col, zero past N
+    if (whole_run) return load_streamed<uint4>(B.p + k * B.rs + col);
+    T h[RUN];
+#pragma unroll
+    for (int e = 0; e < RUN; ++e) h[e] = col + e < N ? B.p[k * B.rs + col + e] : Element<T>::zero();
+    return *reinterpret_cast<const uint4*>(h);
+  };
+  constexpr int STEP = 8 * WARPS;  // rows of B a round of the block's loads covers
+  for (int k = 8 * warp + r; k < K; k += STEP) add_row(run_at(k), Element<T>::to_float(x[k * x_stride]));
+#pragma unroll
+  for (int e = 0; e < RUN; ++e)
+#pragma unroll
+    for (int o = 4; o < 32; o *= 2) acc[e] += __shfl_xor_sync(0xffffffffu, acc[e], o);
+  if (r == 0)
+#pragma unroll
+    for (int e = 0; e < RUN; ++e) warp_sums[warp * BN + RUN * lane + e] = acc[e];
+  __syncthreads();
+  if (threadIdx.x < BN && col0 + threadIdx.x < N) {
+    float sum = warp_sums[threadIdx.x];
+    for (int v = 1; v < WARPS; ++v) sum += warp_sums[v * BN + threadIdx.x];
+    c_row[col0 + threadIdx.x] = Element<TC>::from_float(sum);
+  }
+}
+
+// Any strides: column n of C (of the row `row` of A) by one warp, element by element.
+template <typename T, typename TC>
+__device__ __noinline__ void one_row_by_elements(const Operand<T> A, const Operand<T> B, int row, int n, TC* c_row) {
+  const int lane = threadIdx.x % 32;
+  float sum[1] = {0.0f};
+  for (int k = lane; k < A.cols; k += 32) sum[0] = fmaf(B(k, n), A(row, k), sum[0]);
+  const float total = warp_sum_spread<1>(sum);
+  if (lane == 0) c_row[n] = Element<TC>::from_float(total);
+}
+
+}  // namespace sgemm
+
+#endif  // MLX_SGEMM_GEMV_ONE_ROW_CUH
