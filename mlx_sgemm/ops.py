@@ -93,6 +93,7 @@ then retraces once per new input shape.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Callable
 
 import mlx.core as mx
@@ -468,7 +469,9 @@ def layer_product(kernel: str, precision: str = "float32", deterministic: bool =
     the poison flag), and a call like it is that compiled function's replay,
     with ``w.T`` made inside its recorded graph. Any other call takes
     :func:`_run`'s checks and route, then is remembered in its turn (a model
-    in training, whose weights are new arrays each step, takes that path)."""
+    in training, whose weights are new arrays each step, takes that path).
+    x's batch dimensions are folded into its rows: one product of all the
+    rows against W, which is then read once (as ``mx.matmul`` does)."""
     _checked_name(kernel, precision, deterministic)
     choose, pad = (_matmul_choice(precision, deterministic, layer=True) if kernel == "matmul"
                    else (_stage_kernel(kernel), False))
@@ -499,11 +502,26 @@ def _first_layer_call(choose, pad: bool, last: list, x, w) -> mx.array:
     wt = w.T
     check_operand(x, "a", OPERAND_DTYPES)
     check_operand(wt, "b", OPERAND_DTYPES)
+    plan(x.shape, wt.shape)  # shape errors name the shapes as given
     current, state = device.current_stream(), _call_state()
-    fn = _compiled(choose, backend, None, pad, False, x.shape, wt.shape, *state, current,
+    # A batch of x's rows against the one W (a batched decode step's tokens,
+    # a batched prompt) is one matrix of rows: as a batch, each entry's blocks
+    # would read all of W again, W's bytes from memory once an entry.
+    fold = x.ndim > 2 and w.ndim == 2 and math.prod(x.shape[:-2]) > 1
+    rows = (math.prod(x.shape[:-1]), x.shape[-1]) if fold else x.shape
+    fn = _compiled(choose, backend, None, pad, False, rows, wt.shape, *state, current,
                    dtypes=(x.dtype, w.dtype), b_transposed=True)
+    if fold:
+        fn = _folded(fn, rows, (*x.shape[:-1], w.shape[0]))
     last[0] = (id(w), x.shape, x.dtype, current, state, fn)
     return fn(x, w)
+
+
+def _folded(fn, rows: tuple, out_shape: tuple):
+    """``fn`` (x @ w.T for x of shape ``rows``) on x's batch of rows folded
+    into one matrix (a reshape, no copy where x is row-contiguous), its
+    result unfolded to ``out_shape``."""
+    return lambda x, w: fn(x.reshape(rows), w).reshape(out_shape)
 
 
 def matmul(

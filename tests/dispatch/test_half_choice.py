@@ -248,8 +248,7 @@ def test_a_layers_token_alone_is_read_as_mlxs_gemv_reads_it(fake_cuda, dtype):
     its weight transposed, the layout that kernel's grid is made for. matmul
     on the same operands (whose B's layout the host cannot see), a layer's
     two rows, and a deterministic layer (batch-invariant: one kernel for
-    every M) run half_gemv. A batch of tokens, each against the same W, is a
-    batch of products of one row: half_gemv_one_row too."""
+    every M) run half_gemv."""
     x, w = (mx.zeros(s, dtype=getattr(mx, dtype)) for s in ((1, 1, 4096), (14336, 4096)))
     ran = {}
     for name, call in (("layer", lambda: ops.layer_product("matmul")(x, w)),
@@ -264,6 +263,25 @@ def test_a_layers_token_alone_is_read_as_mlxs_gemv_reads_it(fake_cuda, dtype):
     assert ran["layer"].output_type == dtype and (ran["layer"].block_m, ran["layer"].block_n) == (1, 2)
     assert {ran[name].stage for name in ("matmul", "two rows")} == {"half_gemv"}
     assert ran["deterministic"].stage != "half_gemv_one_row"
-    fake_cuda.clear()
-    ops.layer_product("matmul")(mx.zeros((3, 1, 4096), dtype=x.dtype), w)
-    assert [launch.spec for launch in fake_cuda] == [ran["layer"]]
+
+
+@pytest.mark.parametrize("kernel, deterministic", [("matmul", False), ("matmul", True), ("tile_threads", False)])
+def test_a_layers_batch_of_rows_is_one_product(fake_cuda, kernel, deterministic):
+    """A layer's x with batch dimensions against its one W (a batched decode
+    step's tokens, a batched prompt) is multiplied as one matrix of all its
+    rows, which reads W once, not once a batch entry: one launch of 6 x 4096
+    rows, the result in x's batch shape, equal to mx.matmul's; the call after
+    it is the remembered one, and a gradient goes through the fold."""
+    x = mx.random.normal((2, 3, 1, 256), key=mx.random.key(0)).astype(mx.bfloat16)
+    w = mx.random.normal((40, 256), key=mx.random.key(1)).astype(mx.bfloat16)
+    product = ops.layer_product(kernel, deterministic=deterministic)
+    y = product(x, w)
+    (launch,) = fake_cuda
+    assert launch.a_shape == (6, 256) and launch.b_shape == (256, 40)
+    assert kernel != "matmul" or deterministic or launch.spec.stage == "half_gemv"
+    assert y.shape == (2, 3, 1, 40) and y.dtype == mx.bfloat16
+    assert mx.array_equal(y, mx.matmul(x.astype(mx.float32), w.T.astype(mx.float32)).astype(mx.bfloat16))
+    assert mx.array_equal(product(x, w), y) and len(fake_cuda) == 1  # the replay makes no launch in Python
+    grad = mx.grad(lambda x: product(x, w).astype(mx.float32).sum())(x)
+    assert grad.shape == x.shape and mx.allclose(grad.astype(mx.float32)[1, 2, 0],
+                                                 w.astype(mx.float32).sum(axis=0), atol=0.25)
