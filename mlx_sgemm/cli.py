@@ -142,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="plan for this backend (default: this machine's; on a machine without a GPU, "
                         "name one)")
     e.add_argument("--transposed-b", action="store_true", help="B is a transposed view (x @ W.T)")
+    e.add_argument("--layer", action="store_true",
+                   help="the product of a model's layer (mlx_sgemm.nn.Linear: x @ W.T), whose kernels differ "
+                        "for a token's half products")
     e.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"),
                    help="both operands' dtype: a pair of one half type is multiplied as it is (CUDA's tensor "
                         "cores, Metal's half tiles) or converted to float32 on load, by kernel")
@@ -215,7 +218,7 @@ def explain(args) -> int:
     from .explain import explain as plan
 
     plans = [plan((m, k), (k, n), precision=args.precision, deterministic=args.deterministic,
-                  backend=args.backend, b_transposed=args.transposed_b, dtype=args.dtype)
+                  backend=args.backend, b_transposed=args.transposed_b, dtype=args.dtype, layer=args.layer)
              for m, n, k in args.shapes]
     if args.json:
         print(json.dumps([dataclasses.asdict(p) for p in plans], indent=1, default=str))

@@ -473,6 +473,9 @@ def test_explain_passes_its_options_through(capsys):
     expected = mlx_sgemm.explain((1, 4096), (4096, 4096), backend="cuda", dtype="bfloat16")
     assert capsys.readouterr().out == f"{expected}\n"
     assert "bfloat16: read as it is straight into the tensor cores' registers" in str(expected)
+    assert cli.main(["explain", "1x4096x4096", "--backend", "cuda", "--dtype", "bfloat16", "--layer"]) == 0
+    expected = mlx_sgemm.explain((1, 4096), (4096, 4096), backend="cuda", dtype="bfloat16", layer=True)
+    assert capsys.readouterr().out == f"{expected}\n" and "half_gemv_one_row" in str(expected)
 
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU advice")
