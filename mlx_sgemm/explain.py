@@ -301,6 +301,9 @@ def explain(
     check_bool(layer, "layer")
     b_transposed = b_transposed or layer
     a_shape, b_shape = _shape_of(a, "a"), _shape_of(b, "b")
+    if layer:  # a layer multiplies x's batch of rows as one matrix (ops.layer_rows)
+        plan(a_shape, b_shape)  # shape errors name the shapes as given
+        a_shape = ops.layer_rows(a_shape, len(b_shape))
     types = _dtypes_of(a, b, dtype)
     dtypes = dict(zip("ab", types))
     p = plan(a_shape, b_shape)

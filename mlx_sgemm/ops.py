@@ -504,17 +504,23 @@ def _first_layer_call(choose, pad: bool, last: list, x, w) -> mx.array:
     check_operand(wt, "b", OPERAND_DTYPES)
     plan(x.shape, wt.shape)  # shape errors name the shapes as given
     current, state = device.current_stream(), _call_state()
-    # A batch of x's rows against the one W (a batched decode step's tokens,
-    # a batched prompt) is one matrix of rows: as a batch, each entry's blocks
-    # would read all of W again, W's bytes from memory once an entry.
-    fold = x.ndim > 2 and w.ndim == 2 and math.prod(x.shape[:-2]) > 1
-    rows = (math.prod(x.shape[:-1]), x.shape[-1]) if fold else x.shape
+    rows = layer_rows(x.shape, w.ndim)
     fn = _compiled(choose, backend, None, pad, False, rows, wt.shape, *state, current,
                    dtypes=(x.dtype, w.dtype), b_transposed=True)
-    if fold:
+    if rows != x.shape:
         fn = _folded(fn, rows, (*x.shape[:-1], w.shape[0]))
     last[0] = (id(w), x.shape, x.dtype, current, state, fn)
     return fn(x, w)
+
+
+def layer_rows(x_shape: tuple, w_ndim: int) -> tuple:
+    """The shape of the x a layer's product multiplies: ``x_shape``, or for
+    a batch of rows against one 2-D W (a batched decode step's tokens, a
+    batched prompt) all its rows as one matrix. As a batch, each entry's
+    blocks would read all of W again: W's bytes from memory once an entry."""
+    if len(x_shape) > 2 and w_ndim == 2 and math.prod(x_shape[:-2]) > 1:
+        return (math.prod(x_shape[:-1]), x_shape[-1])
+    return tuple(x_shape)
 
 
 def _folded(fn, rows: tuple, out_shape: tuple):

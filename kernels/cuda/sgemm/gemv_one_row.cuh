@@ -26,10 +26,10 @@ __device__ inline void halves_to_floats(const uint4& v, float (&f)[ONE_ROW_RUN])
 // x = that row of A (element k at x[k * x_stride]). Lane (r, q) = (lane / 4,
 // lane % 4) of warp w reads the 8 columns col0 + 8 q .. at rows k = 8 (w +
 // WARPS i) + r: each row's 64 bytes in one load of 4 lanes, one load in
-// flight a lane (two spill under the bound on sm_80). A run past N reads its columns inside one by one, zeros
-// beyond. The 8 lanes of a column (q, q + 4, ..) add by shuffles, then the
-// warps in order through `warp_sums` (WARPS x 32 floats): every block thread
-// calls this.
+// flight a lane (two spill under the bound on sm_80). A run past N reads its
+// columns inside one by one, zeros beyond. The 8 lanes of a column (q, q + 4,
+// ..) add by shuffles, then the warps in order through `warp_sums` (WARPS x
+// 32 floats): every thread of the block calls this.
 template <int WARPS, typename T, typename TC>
 __device__ __noinline__ void one_row_row_major(const Operand<T> B, const T* x, int64_t x_stride, int K, int N,
                                                int col0, TC* c_row, float* warp_sums) {
