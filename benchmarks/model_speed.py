@@ -8,7 +8,8 @@ process of its own (MLX reads MLX_ENABLE_TF32 once, at import):
 
 * ``prefill``: one forward pass over a prompt of ``--prompt`` tokens into a
   fresh KV cache; ``decode``: ``--steps`` greedy steps through the cache after
-  such a prompt, each evaluated before the next (the time per step);
+  such a prompt, each evaluated before the next (the time per step); both for
+  ``--batch`` sequences at once (the model's name says the batch);
   ``generate``: ``--steps`` tokens after such a prompt as ``mlx_lm.generate``
   makes them (mlx-lm's ``generate_step``: each step's graph built while the
   step before runs, ``mx.async_eval``, on mlx-lm's generation stream; the time
@@ -69,7 +70,7 @@ def _speed(args) -> list[dict]:
 
     rows = []
     theirs, ours = _model_pair(args, args.dtype, args.precision)
-    tokens = models.prompt(theirs, batch=1, length=args.prompt)
+    tokens = models.prompt(theirs, batch=args.batch, length=args.prompt)
 
     def prefill(model):
         def seconds():
@@ -103,8 +104,10 @@ def _speed(args) -> list[dict]:
 
         return seconds
 
-    for phase, make, count in (("prefill", prefill, args.prompt), ("decode", decode, 1),
-                               ("generate", generate, 1)):
+    phases = [("prefill", prefill, args.prompt * args.batch), ("decode", decode, args.batch)]
+    if args.batch == 1:  # mlx-lm's generate_step makes one sequence
+        phases.append(("generate", generate, 1))
+    for phase, make, count in phases:
         times = {"ours": [], "mlx": []}
         fns = {"ours": make(ours), "mlx": make(theirs)}
         for fn in fns.values():  # warm-up: compiles, allocates
@@ -154,7 +157,7 @@ def _child(args) -> int:
 
 def _in_child(args, extra: list[str], env: dict | None = None) -> list[dict]:
     command = [sys.executable, __file__, "--child", "--architecture", args.architecture, "--size", args.size,
-               "--layers", str(args.layers),
+               "--layers", str(args.layers), "--batch", str(args.batch),
                "--prompt", str(args.prompt), "--steps", str(args.steps), "--rounds", str(args.rounds),
                "--repeats", str(args.repeats), *extra]
     done = subprocess.run(command, env=dict(os.environ, **(env or {})), capture_output=True, text=True, timeout=1200)
@@ -172,6 +175,8 @@ def main(argv=None) -> int:
                         help="the layers' shapes: Llama 2 7B's, or a small model's (mlx_sgemm.bench.models)")
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--prompt", type=int, default=512, help="prompt tokens (prefill)")
+    parser.add_argument("--batch", type=int, default=1,
+                        help="sequences at once (prefill and decode; generate, mlx-lm's, is timed for one alone)")
     parser.add_argument("--steps", type=int, default=32, help="decode steps timed together")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and MLX's")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per round (median)")
@@ -197,7 +202,9 @@ def main(argv=None) -> int:
         print("needs MLX's CUDA backend: nothing to time here")
         return 1
     common = dict(date=datetime.date.today().isoformat(), device=device.name(), mlx=mx.__version__,
-                  commit=measure.source_commit(), model=f"{args.architecture} {args.layers} layers of {'7B' if args.size == '7b' else 'small'} shape")
+                  commit=measure.source_commit(),
+                  model=f"{args.architecture} {args.layers} layers of {'7B' if args.size == '7b' else 'small'} shape"
+                  + (f", batch of {args.batch}" if args.batch > 1 else ""))
     rows = []
     for dtype, precision in (CONFIG_NAMES[name] for name in args.configs):
         config = ["--dtype", dtype, "--precision", precision]

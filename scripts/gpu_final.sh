@@ -4,7 +4,7 @@
 #   bash scripts/gpu_final.sh tests-dtypes   the dtype matrix, MLX's conformance suite, the rest
 #   bash scripts/gpu_final.sh bench          the recorded sweep and the shape suite
 #   bash scripts/gpu_final.sh half           the half products: kernel times, the shape suite in both half types
-#   bash scripts/gpu_final.sh models         the bfloat16 models (prefill, decode, generate) and a generate timeline
+#   bash scripts/gpu_final.sh models         the bfloat16 models (prefill, decode, generate; and a batch of 4) and a generate timeline
 #   bash scripts/gpu_final.sh timeline       one float32 product's kernels and host time, at 2048^3 and 4096^3
 source scripts/gpu_env.sh
 case "$1" in
@@ -58,6 +58,11 @@ case "$1" in
     timeout 300 python3 benchmarks/model_speed.py --configs bfloat16 --no-first-calls --rounds 5 \
       --csv "$OUT/models.csv" > "$OUT/models.log" 2>&1
     tail -5 "$OUT/models.log"
+    # A batch of 4 sequences: a layer multiplies their rows as one matrix
+    # (docs/performance-log.md, "A layer's batch of rows, one product").
+    timeout 150 python3 benchmarks/model_speed.py --configs bfloat16 --no-first-calls --rounds 3 --batch 4 \
+      --csv "$OUT/models-batch.csv" > "$OUT/models-batch.log" 2>&1
+    tail -3 "$OUT/models-batch.log"
     # The timeline alone in its file (it is recorded as it is); the profiler's
     # warnings go to a log of their own.
     MODE=generate timeout 200 python3 benchmarks/decode_timeline.py > "$OUT/generate-timeline.txt" \

@@ -18,13 +18,20 @@ def model_speed():
 
 def tiny(**kwargs):
     return types.SimpleNamespace(architecture="llama", size="small", layers=1, dtype="float32", precision="float32",
-                                 prompt=4, steps=2, rounds=1, repeats=1, side=None, **kwargs)
+                                 prompt=4, steps=2, rounds=1, repeats=1, side=None, **{"batch": 1, **kwargs})
 
 
 def test_prefill_decode_and_generate_rows(model_speed):
     rows = model_speed._speed(tiny())
     assert [r["phase"] for r in rows] == ["prefill", "decode", "generate"]
     assert all(r["ours_s"] > 0 and r["mlx_s"] > 0 for r in rows)
+
+
+def test_a_batch_of_sequences_times_prefill_and_decode(model_speed):
+    """--batch: prefill and decode of 2 sequences at once (their tokens
+    counted); generate, mlx-lm's, makes one sequence and is not timed."""
+    rows = model_speed._speed(tiny(batch=2))
+    assert [(r["phase"], r["tokens"]) for r in rows] == [("prefill", 8), ("decode", 2)]
 
 
 def test_first_calls_of_a_process(model_speed):
