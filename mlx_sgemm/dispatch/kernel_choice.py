@@ -607,14 +607,11 @@ def half_gemv(p: Plan, element: str, output: str, layer: bool = False) -> specs.
 @functools.cache
 def half_gemv_one_row(element: str, output: str) -> specs.KernelSpec:
     """half_gemv_one_row's instance: a model layer's token alone (M = 1, B
-    its weight transposed, x @ W.T), 4 warps a column of C, 64 warps an SM.
-
-    Alone (Nsight Compute, L2 flushed, H200, bfloat16), against MLX's GEMV
-    and half_gemv: 1x14336x4096 29.5 us (83% of the memory's bandwidth)
-    against 29.6 and 31.9; 1x4096x14336 29.7 against 29.6 and 31.8;
-    1x4096x4096 11.7 against 11.7 and 12.9; with W in L2, 9.8 against 6.9 and
-    11.0 (docs/performance-log.md, "A layer's token alone: MLX's GEMV, four
-    warps a column")."""
+    its weight transposed, x @ W.T), 4 warps a column of C, 64 warps an SM:
+    alone it reads W as fast as MLX's GEMV and faster than half_gemv, where
+    one warp a column left half the warp slots empty on 4096-row W
+    (docs/performance-log.md, "A layer's token alone: MLX's GEMV, four warps
+    a column"; the kernel table of docs/journey.md, chapter 8)."""
     return specs.cuda_half_gemv_one_row(element, output)
 
 
