@@ -301,19 +301,21 @@ def explain(
     check_bool(layer, "layer")
     b_transposed = b_transposed or layer
     a_shape, b_shape = _shape_of(a, "a"), _shape_of(b, "b")
-    if layer:  # a layer multiplies x's batch of rows as one matrix (ops.layer_rows)
-        plan(a_shape, b_shape)  # shape errors name the shapes as given
-        a_shape = ops.layer_rows(a_shape, len(b_shape))
+    given = plan(a_shape, b_shape)  # shape errors name the shapes as given
+    rows = ops.folded_rows(a_shape, b_shape)  # a batch of rows against one b is one matrix, as the ops run it
     types = _dtypes_of(a, b, dtype)
     dtypes = dict(zip("ab", types))
-    p = plan(a_shape, b_shape)
+    p = plan(rows, b_shape)
     here = device.backend(stream)
     backend = backend or here
     if backend not in (device.CUDA, device.METAL, device.CPU_FALLBACK):
         raise ValueError(f"backend must be 'cuda', 'metal' or None, got {backend!r}")
     has_wgmma = device.has_wgmma() if here == device.CUDA else wgmma
     batch = f", batch {p.batch}" if p.batch_shape else ""
+    if rows != a_shape:
+        batch = f", a's batch of {given.batch} folded into its rows (one product, b read once)"
     shape = f"{a_shape} @ {b_shape}: M {p.M}, N {p.N}, K {p.K}{batch}"
+    a_shape = rows
     if here == backend:
         name = "MLX on the CPU" if backend == device.CPU_FALLBACK else device.name()
     elif backend == device.CUDA:

@@ -5,7 +5,10 @@ stream, and runs inside an ``mx.custom_function`` whose vjp and jvp are computed
 by the same op (dA = G @ B^T, dB = A^T @ G, with the transposes passed as views,
 not copies), so ``mx.grad``, ``mx.vjp``, ``mx.jvp`` and ``mx.compile`` work
 through it. On MLX's CPU backend the forward product is ``mx.matmul``; the
-gradient plumbing is the same.
+gradient plumbing is the same. A batch of ``a`` against one ``b`` of one or
+two dimensions is multiplied as one matrix of all its rows, so that ``b`` is
+read once (:func:`folded_rows`; a view whose batch does not merge into its
+rows is copied once for it).
 
 Dtypes: each operand may be float32, float16 or bfloat16, in any mix; the
 result has the dtype ``mx.matmul`` gives those operands (``mx.result_type``:
@@ -188,6 +191,9 @@ def _forward(choose: Callable[[str, Plan], kernel_choice.Launch], backend: str, 
             if float32_out:  # MLX's CPU product of halves is float32's, rounded
                 a, b = _as_dtype(a, _F32, stream), _as_dtype(b, _F32, stream)
             return mx.matmul(a, b, stream=stream)
+        rows = folded_rows(a.shape, b.shape)
+        if rows != a.shape:  # a batch of rows against one b: one product
+            return forward(a.reshape(rows, stream=stream), b).reshape(plan(a.shape, b.shape).out_shape, stream=stream)
         # mx.matmul's dtype: float32 unless both are one half type
         dtype = _F32 if float32_out else mx.result_type(a, b)
         pad_k, pad_n, reads, run = _route(
@@ -383,7 +389,8 @@ def _compiled(choose, backend: str, stream, pad: bool, float32_out: bool, a_shap
     b_of = (lambda bt: bt.T) if b_transposed else (lambda b: b)  # noqa: E731
     if p.empty:
         return lambda a, b: product(a, b_of(b))
-    _route(choose, backend, a_shape, b_shape, *dtypes, pad, float32_out, *_route_depends())  # launch errors here, too
+    _route(choose, backend, folded_rows(a_shape, b_shape), b_shape, *dtypes, pad, float32_out,
+           *_route_depends())  # launch errors here, too
     plain = _forward(choose, backend, stream, pad, float32_out)
     recording = [True]
     compiled = mx.compile(lambda a, b: (plain if recording[0] else product)(a, b_of(b)))
@@ -470,8 +477,8 @@ def layer_product(kernel: str, precision: str = "float32", deterministic: bool =
     with ``w.T`` made inside its recorded graph. Any other call takes
     :func:`_run`'s checks and route, then is remembered in its turn (a model
     in training, whose weights are new arrays each step, takes that path).
-    x's batch dimensions are folded into its rows: one product of all the
-    rows against W, which is then read once (as ``mx.matmul`` does)."""
+    x's batch dimensions are folded into its rows, as every op's are
+    against a 2-D b (:func:`folded_rows`)."""
     _checked_name(kernel, precision, deterministic)
     choose, pad = (_matmul_choice(precision, deterministic, layer=True) if kernel == "matmul"
                    else (_stage_kernel(kernel), False))
@@ -502,32 +509,26 @@ def _first_layer_call(choose, pad: bool, last: list, x, w) -> mx.array:
     wt = w.T
     check_operand(x, "a", OPERAND_DTYPES)
     check_operand(wt, "b", OPERAND_DTYPES)
-    plan(x.shape, wt.shape)  # shape errors name the shapes as given
     current, state = device.current_stream(), _call_state()
-    rows = layer_rows(x.shape, w.ndim)
-    fn = _compiled(choose, backend, None, pad, False, rows, wt.shape, *state, current,
+    fn = _compiled(choose, backend, None, pad, False, x.shape, wt.shape, *state, current,
                    dtypes=(x.dtype, w.dtype), b_transposed=True)
-    if rows != x.shape:
-        fn = _folded(fn, rows, (*x.shape[:-1], w.shape[0]))
     last[0] = (id(w), x.shape, x.dtype, current, state, fn)
     return fn(x, w)
 
 
-def layer_rows(x_shape: tuple, w_ndim: int) -> tuple:
-    """The shape of the x a layer's product multiplies: ``x_shape``, or for
-    a batch of rows against one 2-D W (a batched decode step's tokens, a
-    batched prompt) all its rows as one matrix. As a batch, each entry's
-    blocks would read all of W again: W's bytes from memory once an entry."""
-    if len(x_shape) > 2 and w_ndim == 2 and math.prod(x_shape[:-2]) > 1:
-        return (math.prod(x_shape[:-1]), x_shape[-1])
-    return tuple(x_shape)
-
-
-def _folded(fn, rows: tuple, out_shape: tuple):
-    """``fn`` (x @ w.T for x of shape ``rows``) on x's batch of rows folded
-    into one matrix (a reshape, no copy where x is row-contiguous), its
-    result unfolded to ``out_shape``."""
-    return lambda x, w: fn(x.reshape(rows), w).reshape(out_shape)
+@functools.lru_cache(maxsize=4096)
+def folded_rows(a_shape: tuple, b_shape: tuple) -> tuple:
+    """The shape of ``a`` as the kernels multiply it: ``a_shape``, or, for a
+    batch of matrices against one ``b`` of at most two dimensions (a batched
+    decode step's tokens against a weight, a batched prompt), all of a's rows
+    as one matrix. As a batch, each entry's blocks would read all of b again:
+    b from memory once an entry, where mx.matmul reads it once
+    (docs/performance-log.md, "A batch of rows against one weight, one
+    product"). A reshape: no copy where a's rows lie one after another, as an
+    activation's do; a view whose batch does not merge is copied once."""
+    if len(a_shape) > 2 and len(b_shape) <= 2 and math.prod(a_shape[:-2]) > 1:
+        return (math.prod(a_shape[:-1]), a_shape[-1])
+    return tuple(a_shape)
 
 
 def matmul(
@@ -538,7 +539,9 @@ def matmul(
     Args:
         a, b: float32, float16 or bfloat16 arrays, with ``mx.matmul``'s
             semantics (1-D operands, broadcast batch dimensions, any strides)
-            and result dtype (see :mod:`mlx_sgemm.ops`).
+            and result dtype (see :mod:`mlx_sgemm.ops`). A batch of ``a``
+            against a ``b`` of one or two dimensions is multiplied as one
+            matrix of all its rows (:func:`folded_rows`), as every op here does.
         precision: ``"float32"`` (default): float32-accurate on every backend.
             ``"tf32"``: on CUDA, one TF32 tensor-core pass (about 1e-4 relative
             error, like ``mx.matmul``'s CUDA default). Apple GPUs have no TF32

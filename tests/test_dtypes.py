@@ -382,10 +382,14 @@ def test_explain_says_what_a_layer_runs_for_a_token():
     assert alone.conversions == dict.fromkeys("ab", kernel_choice.CONVERTED_ON_LOAD)
     two = mlx_sgemm.explain((2, 4096), (4096, 14336), backend="cuda", dtype="bfloat16", layer=True)
     assert two.kernel == "half_gemv" and "their 8 warps" in two.chosen_by
-    # A batch of tokens is one matrix of rows to a layer (ops.layer_rows), as it runs.
+    # A batch of tokens against one W is one matrix of rows (ops.folded_rows), as it runs.
     batch = mlx_sgemm.explain((3, 1, 4096), (4096, 14336), backend="cuda", dtype="bfloat16", layer=True)
-    assert batch.kernel == "half_gemv" and "M 3," in batch.shape and "batch" not in batch.shape
-    assert "batch 3" in mlx_sgemm.explain((3, 1, 4096), (4096, 14336), backend="cuda", dtype="bfloat16").shape
+    assert batch.kernel == "half_gemv" and "M 3," in batch.shape and "a's batch of 3 folded into its rows" in batch.shape
+    assert batch.shape == mlx_sgemm.explain((3, 1, 4096), (4096, 14336), backend="cuda", dtype="bfloat16",
+                                            b_transposed=True).shape  # matmul folds them too
+    # A batch of b's is a batch of products.
+    assert "M 1, N 14336, K 4096, batch 3" in mlx_sgemm.explain((3, 1, 4096), (3, 4096, 14336), backend="cuda",
+                                                                dtype="bfloat16").shape
     matmul = mlx_sgemm.explain((1, 1, 4096), (4096, 14336), backend="cuda", dtype="bfloat16", b_transposed=True)
     assert matmul.kernel == "half_gemv" and "their 4 warps" in matmul.chosen_by
     with pytest.raises(TypeError, match="layer"):

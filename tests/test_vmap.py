@@ -113,10 +113,14 @@ def test_vmap_in_half_precision(backend):
 
 def test_one_product_serves_every_example(fake_cuda):
     """The rule folds the examples into the batch: the kernel's launch is of
-    the whole (V, ...) product."""
+    the whole (V, ...) product; against one b, of the examples' rows as one
+    matrix (ops.folded_rows)."""
     a, b = mapped((4, 5), 0), mapped((5, 2), None)
     mx.eval(mx.vmap(mlx_sgemm.matmul, in_axes=(0, None))(a, b))
-    assert ((V, 4, 5), (5, 2)) in {(launch.a_shape, launch.b_shape) for launch in fake_cuda}
+    assert ((V * 4, 5), (5, 2)) in {(launch.a_shape, launch.b_shape) for launch in fake_cuda}
+    fake_cuda.clear()
+    mx.eval(mx.vmap(mlx_sgemm.matmul, in_axes=(0, 0))(a, mapped((5, 2), 0)))
+    assert ((V, 4, 5), (V, 5, 2)) in {(launch.a_shape, launch.b_shape) for launch in fake_cuda}
 
 
 def test_a_kernel_without_a_vmap_stops_mx_vmap(fake_cuda, monkeypatch):

@@ -265,6 +265,30 @@ def test_a_layers_token_alone_is_read_as_mlxs_gemv_reads_it(fake_cuda, dtype):
     assert ran["deterministic"].stage != "half_gemv_one_row"
 
 
+@pytest.mark.parametrize("dtype", [mx.float32, mx.bfloat16], ids=str)
+def test_matmuls_batch_of_rows_against_one_b_is_one_product(fake_cuda, dtype):
+    """matmul of a batch of matrices against one 2-D (or 1-D) b multiplies all
+    their rows as one matrix, b read once (ops.folded_rows): one launch of
+    all the rows, the result in the batch's shape and equal to mx.matmul's, for a
+    row-contiguous a and for a view whose batch does not merge (copied
+    once); a batch of b's stays a batch of products."""
+    x = mx.random.normal((2, 3, 1, 256), key=mx.random.key(0)).astype(dtype)
+    w = mx.random.normal((40, 256), key=mx.random.key(1)).astype(dtype)
+    view = mx.random.normal((3, 2, 2, 256), key=mx.random.key(2)).astype(dtype).transpose(1, 0, 2, 3)
+    v = mx.random.normal((256,), key=mx.random.key(3)).astype(dtype)
+    for a, b, out_shape in ((x, w.T, (2, 3, 1, 40)), (view, w.T, (2, 3, 2, 40)), (x, v, (2, 3, 1))):
+        fake_cuda.clear()
+        y = ops.matmul(a, b)  # each case a shape pair of its own: a call seen before makes no launch in Python
+        (launch,) = fake_cuda
+        assert launch.a_shape == (a.size // 256, 256) and launch.b_shape == b.shape
+        assert y.shape == out_shape and y.dtype == dtype
+        assert mx.array_equal(y, mx.matmul(a.astype(mx.float32), b.astype(mx.float32)).astype(dtype))
+    fake_cuda.clear()
+    ops.matmul(x, mx.broadcast_to(w.T, (2, 3, 256, 40)))
+    assert [launch.a_shape[-2:] for launch in fake_cuda] == [(1, 256)]
+    assert fake_cuda[0].a_shape[:-2] != ()  # a batch of 6 products
+
+
 @pytest.mark.parametrize("kernel, deterministic", [("matmul", False), ("matmul", True), ("tile_threads", False)])
 def test_a_layers_batch_of_rows_is_one_product(fake_cuda, kernel, deterministic):
     """A layer's x with batch dimensions against its one W (a batched decode
