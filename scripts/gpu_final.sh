@@ -14,7 +14,7 @@ case "$1" in
     # kernels themselves), the notebook and the workflow check (their packages
     # are not carried either), and the collection check (CI's concern). Two
     # calls, each of groups run at once: `tests` the GPU tests but the dtype
-    # matrix (about 5 minutes), the timing test and the digits example;
+    # matrix (two groups), the timing test and the digits example;
     # `tests-dtypes` the dtype matrix in two halves, MLX's conformance suite
     # (about 5 minutes) and the tests of the rest. All in one call ran past
     # the call's 10 minutes.
@@ -27,7 +27,12 @@ case "$1" in
       timeout 540 python3 -m pytest -q -p no:cacheprovider -rfEs "$@" > "$OUT/pytest-$name.log" 2>&1
     }
     if [ "$1" = tests ]; then
-      run_group gpu-rest tests/gpu --ignore=tests/gpu/test_gpu_dtypes.py --deselect $timing
+      # Two groups at once (one of them ran past the 540 s alone): small_m's
+      # many cases, and the rest; then the timing test alone.
+      run_group gpu-small-m tests/gpu/test_gpu_small_m.py &
+      run_group gpu-rest tests/gpu --ignore=tests/gpu/test_gpu_dtypes.py --ignore=tests/gpu/test_gpu_small_m.py \
+        --deselect $timing &
+      wait
       run_group timing $timing -s
     else
       run_group dtypes-bf16 tests/gpu/test_gpu_dtypes.py -k bfloat16 &
