@@ -525,9 +525,12 @@ def folded_rows(a_shape: tuple, b_shape: tuple) -> tuple:
     b from memory once an entry, where mx.matmul reads it once
     (docs/performance-log.md, "A batch of rows against one weight, one
     product"). A reshape: no copy where a's rows lie one after another, as an
-    activation's do; a view whose batch does not merge is copied once."""
-    if len(a_shape) > 2 and len(b_shape) <= 2 and math.prod(a_shape[:-2]) > 1:
-        return (math.prod(a_shape[:-1]), a_shape[-1])
+    activation's do; a view whose batch does not merge is copied once. The
+    rows stay a batch where there are 2**31 or more of them: the kernels'
+    ``params`` hold M as an int32."""
+    rows = math.prod(a_shape[:-1])
+    if len(a_shape) > 2 and len(b_shape) <= 2 and math.prod(a_shape[:-2]) > 1 and rows < 2**31:
+        return (rows, a_shape[-1])
     return tuple(a_shape)
 
 

@@ -287,6 +287,8 @@ def test_matmuls_batch_of_rows_against_one_b_is_one_product(fake_cuda, dtype):
     ops.matmul(x, mx.broadcast_to(w.T, (2, 3, 256, 40)))
     assert [launch.a_shape[-2:] for launch in fake_cuda] == [(1, 256)]
     assert fake_cuda[0].a_shape[:-2] != ()  # a batch of 6 products
+    assert ops.folded_rows((4, 2**29, 8), (8, 3)) == (4, 2**29, 8)  # 2**31 rows: M must fit an int32
+    assert ops.folded_rows((3, 2**29, 8), (8, 3)) == (3 * 2**29, 8)
 
 
 @pytest.mark.parametrize("kernel, deterministic", [("matmul", False), ("matmul", True), ("tile_threads", False)])
