@@ -29,6 +29,7 @@ from mlx_sgemm.bench import results
 from mlx_sgemm.build import specs
 from mlx_sgemm.dispatch import device, kernel_choice
 from mlx_sgemm.dispatch.problem import plan
+from mlx_sgemm.pages.half_precision import TEMPLATE, gemv_template  # the CSV's columns of the variant
 
 # (M, N, K, x @ W.T): a token of a 7B/8B model's projections, and the widest.
 SHAPES = ((1, 14336, 4096, True), (1, 4096, 4096, True), (1, 4096, 14336, True), (8, 4096, 14336, True),
@@ -37,7 +38,6 @@ VARIANTS = ("WARPS=16,MIN_BLOCKS=1", "WARPS=8,MIN_BLOCKS=2", "WARPS=16,IN_FLIGHT
             "NT=1,WARPS=4,IN_FLIGHT=1,MIN_BLOCKS=8")
 METRICS = "gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed"
 CALLS = 5
-TEMPLATE = ("NT", "WARPS", "IN_FLIGHT", "UNROLL", "PARTS", "MIN_BLOCKS")  # the CSV's columns of the variant
 
 
 def profile(m: int, n: int, k: int, transposed: bool, dtype: str, variants: list[str]) -> list[tuple[float, float]]:
@@ -68,12 +68,6 @@ def keywords(variant: str) -> dict[str, int]:
     return {key: int(value) for key, _, value in (c.partition("=") for c in variant.split(","))}
 
 
-def template(spec) -> dict:
-    """A half_gemv or half_gemv_one_row instance's template and its MIN_BLOCKS:
-    the CSV's variant columns."""
-    return {**dict(spec.template), "MIN_BLOCKS": spec.min_blocks}
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--csv", required=True)
@@ -93,10 +87,13 @@ def main(argv=None) -> int:
         launches = profile(m, n, k, transposed, args.dtype, args.variants)
         # The launches in order: MLX's GEMV (x @ W.T of one row: otherwise
         # cuBLAS, which the filter leaves out), matmul's, each variant's.
-        kernels = [("half_gemv", template(kernel_choice.half_gemv(plan((m, k), (k, n)), args.dtype, args.dtype)))]
+        chosen = kernel_choice.half_gemv(plan((m, k), (k, n)), args.dtype, args.dtype)
+        kernels = [("half_gemv", gemv_template(chosen))]
         if m == 1 and transposed:  # then a layer's call (ncu_small_m.py): its token alone
-            kernels.append(("half_gemv_one_row", template(kernel_choice.half_gemv_one_row(args.dtype, args.dtype))))
-        kernels += [("half_gemv", template(specs.cuda_half_gemv(args.dtype, **keywords(v)))) for v in args.variants]
+            layer = kernel_choice.half_gemv_one_row(args.dtype, args.dtype)
+            kernels.append(("half_gemv_one_row", gemv_template(layer)))
+        kernels += [("half_gemv", gemv_template(specs.cuda_half_gemv(args.dtype, **keywords(v))))
+                    for v in args.variants]
         if len(launches) == CALLS * (len(kernels) + 1):
             kernels.insert(0, ("mx.matmul (gemv)", {}))
         assert len(launches) == CALLS * len(kernels), (len(launches), kernels)

@@ -64,7 +64,7 @@ case "$1" in
       --csv "$OUT/models.csv" > "$OUT/models.log" 2>&1
     tail -5 "$OUT/models.log"
     # A batch of 4 sequences: a layer multiplies their rows as one matrix
-    # (docs/performance-log.md, "A layer's batch of rows, one product").
+    # (docs/performance-log.md, "A batch of rows against one weight, one product").
     timeout 150 python3 benchmarks/model_speed.py --configs bfloat16 --no-first-calls --rounds 3 --batch 4 \
       --csv "$OUT/models-batch.csv" > "$OUT/models-batch.log" 2>&1
     tail -3 "$OUT/models-batch.log"

@@ -105,7 +105,7 @@ def _gemv_kernel_run(path: Path, rows: list[dict]) -> str:
     shapes = dict.fromkeys((int(r["M"]), int(r["N"]), int(r["K"]), r["layout"]) for r in rows)
 
     def timed(of_shape, kernel, spec):  # the shape's rows of `kernel` in `spec`'s template
-        chosen = {**dict(spec.template), "MIN_BLOCKS": spec.min_blocks}
+        chosen = gemv_template(spec)
         return [r for r in of_shape if r["kernel"] == kernel
                 and all(str(r.get(name) or "") == str(value) for name, value in chosen.items() if name in TEMPLATE)]
 
@@ -130,6 +130,12 @@ def _gemv_kernel_run(path: Path, rows: list[dict]) -> str:
 
 # The template constants a half_gemv-kernel-*.csv records (benchmarks/ncu_half_gemv.py).
 TEMPLATE = ("NT", "WARPS", "IN_FLIGHT", "UNROLL", "PARTS", "MIN_BLOCKS")
+
+
+def gemv_template(spec) -> dict:
+    """A half_gemv or half_gemv_one_row instance's template and its
+    MIN_BLOCKS: what a half-gemv-kernel-*.csv row records of it (TEMPLATE)."""
+    return {**dict(spec.template), "MIN_BLOCKS": spec.min_blocks}
 
 
 # cuBLAS's Hopper kernels name their tile and cluster: nvjet_sm90_tst_128x128_64x6_2x1_...
