@@ -11,8 +11,9 @@ finds its W there, as in a model's step; with ``--hot`` one W, which a W of up
 to some 40 MB keeps in L2 from call to call, as in the shape suite. Each
 kernel (``mx``: mx.matmul; ``ours``: matmul as it chooses;
 ``wgmma:BMxBN[/SPLITS]``: half_wgmma launched directly with that block and K
-split; ``gemv:WxB[xF[xNT]]``: half_gemv with W warps a block, registers for B
-blocks an SM, F chunks in flight, 16 NT columns a block) is evaluated alone
+split; ``gemv:WxB[xF[xNT[xR]]]``: half_gemv with W warps a block, registers for B
+blocks an SM, F chunks in flight, 16 NT columns a block, R loads in flight a lane on its
+one-row way) is evaluated alone
 EVALUATIONS times, waited for each time, under PyTorch's profiler, whose
 CUPTI tracing sees MLX's kernels (PyTorch is on the GPU machine); a row a
 (shape, kernel): the median and least GPU time of an evaluation's kernels and
@@ -71,11 +72,12 @@ def product(kernel: str, dtype: str):
         spec = kernel_choice._half_spec(dtype, "float32", bm, bn, sum_to=dtype)
         return lambda a, b: launcher.launch(spec, a, b, k_splits=splits)
     if kernel.startswith("gemv:"):
-        warps, min_blocks, in_flight, nt = (*map(int, kernel.removeprefix("gemv:").split("x")), 2, 2)[:4]
-        spec = specs.cuda_half_gemv(dtype, dtype, WARPS=warps, MIN_BLOCKS=min_blocks, IN_FLIGHT=in_flight, NT=nt)
+        warps, min_blocks, in_flight, nt, one_row = (*map(int, kernel.removeprefix("gemv:").split("x")), 2, 2, 8)[:5]
+        spec = specs.cuda_half_gemv(dtype, dtype, WARPS=warps, MIN_BLOCKS=min_blocks, IN_FLIGHT=in_flight, NT=nt,
+                                    ONE_ROW=one_row)
         return lambda a, b: launcher.launch(spec, a, b)
     raise ValueError(f"unknown kernel {kernel!r}: mx, ours, wgmma:BMxBN[/SPLITS] or "
-                     "gemv:WARPSxMIN_BLOCKS[xIN_FLIGHT[xNT]]")
+                     "gemv:WARPSxMIN_BLOCKS[xIN_FLIGHT[xNT[xONE_ROW]]]")
 
 
 def main(argv=None) -> int:

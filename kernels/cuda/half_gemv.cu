@@ -1,6 +1,7 @@
 #include "sgemm/dispatch.cuh"
 #include "sgemm/epilogue.cuh"
 #include "sgemm/gemv_fragments.cuh"
+#include "sgemm/gemv_one_row.cuh"
 #include "sgemm/mma_half.cuh"
 #include "sgemm/operand.cuh"
 #include "sgemm/params.cuh"
@@ -52,8 +53,17 @@
 // (sgemm/gemv_fragments.cuh): inlined, their registers would cap the warps an
 // SM holds, which is what keeps bytes in flight.
 //
+// One row of A (M = 1) against column-major B goes another way: a lane's
+// fragments would be 7 rows of zeros, and its loads 16 columns' 64-byte pieces;
+// instead each warp takes BN / WARPS whole columns of the block's, reading 512
+// contiguous bytes of a column a load, FMAs in float32, its lanes' sums added
+// by shuffles (sgemm::one_row_column_sums, half_gemv_one_row's way for a layer's
+// token). The grid is the same, so the host, which cannot tell x @ W.T from
+// x @ W, sends either layout here.
+//
 // Template constants (mlx_sgemm/build/specs.py, cuda_half_gemv): NT, WARPS
 // (threads = 32 WARPS = the spec's threadgroup), IN_FLIGHT (as above),
+// ONE_ROW (loads of B in flight a lane on the one-row way; 0: no such way),
 // TA = TB (the half type), TC (C's type).
 constexpr int BLOCK_M = 8;   // rows of C per block (= the spec's block_m)
 constexpr int BN = 16 * NT;  // columns of C per block (= the spec's block_n)
@@ -235,8 +245,26 @@ auto row_major = [&] {
     for (int e = 0; e < 4; ++e) slots[warp][2 * q + e % 2][2 * NT * g + 2 * j + e / 2] = acc[j][e];
 };
 
-if (B.layout() == sgemm::COL_MAJOR) col_major();
-else row_major();
+// One row of A against column-major B: a warp BN / WARPS whole columns.
+auto one_row = [&] {
+  const TA* const x = A.p + t.row0 * A.rs;
+  if constexpr (ONE_ROW > 0 && BN % WARPS == 0) {
+    if (t.M == 1 && B.rs == 1 && B.cs % 8 == 0 && sgemm::is_16_byte_aligned(B.p) && A.cs == 1 &&
+        sgemm::is_16_byte_aligned(x)) {
+      sgemm::one_row_warp_columns<BN / WARPS, ONE_ROW>(B, x, K, t.N, t.col0 + BN / WARPS * warp,
+                                                        t.C + t.row0 * t.ldc);
+      return true;
+    }
+  }
+  return false;
+};
+
+if (B.layout() == sgemm::COL_MAJOR) {
+  if (one_row()) return;  // the whole block (M and the layout are the grid's)
+  col_major();
+} else {
+  row_major();
+}
 
 // The warps' sums, added in order, stored.
 __syncthreads();

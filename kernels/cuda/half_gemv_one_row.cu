@@ -69,30 +69,7 @@ if (B.rs == 1 && B.cs % RUN == 0 && sgemm::is_16_byte_aligned(B.p) && A.cs == 1 
   const bool inside = n < t.N;
   const TB* const w = B.p + (inside ? n : 0) * B.cs;
   float sum[1] = {0.0f};
-  auto add_run = [&](const uint4& wv, const uint4& xv) {
-    float wf[RUN], xf[RUN];
-    sgemm::halves_to_floats<T>(wv, wf);
-    sgemm::halves_to_floats<T>(xv, xf);
-#pragma unroll
-    for (int e = 0; e < RUN; ++e) sum[0] = fmaf(wf[e], xf[e], sum[0]);
-  };
-  auto run_of = [](const T* p) { return *reinterpret_cast<const uint4*>(p); };
-  auto x_run = [](const T* p) { return __ldg(reinterpret_cast<const uint4*>(p)); };
-  constexpr int STEP = 32 * RUN * PARTS;  // k between a warp's loads
-  int k = RUN * (lane + 32 * part);
-  if (inside) {
-    for (; k + (UNROLL - 1) * STEP + RUN <= K; k += UNROLL * STEP) {
-      uint4 wv[UNROLL], xv[UNROLL];
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u) wv[u] = run_of(w + k + u * STEP), xv[u] = x_run(x + k + u * STEP);
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u) add_run(wv[u], xv[u]);
-    }
-    for (; k + RUN <= K; k += STEP) add_run(run_of(w + k), x_run(x + k));  // the whole runs left
-    if (part == 0)
-      for (int kk = K - K % RUN + lane; kk < K; kk += 32)  // K past the last whole run
-        sum[0] = fmaf(E::to_float(w[kk]), E::to_float(x[kk]), sum[0]);
-  }
+  if (inside) sgemm::one_row_column_sums<1, PARTS, UNROLL>({w}, x, K, part, sum);
   const float total = sgemm::warp_sum_spread<1>(sum);
   if constexpr (PARTS == 1) {
     if (lane == 0 && inside) c_row[n] = sgemm::Element<TC>::from_float(total);

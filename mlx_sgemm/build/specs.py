@@ -437,17 +437,19 @@ def cuda_half_mma(element: str = "bfloat16", output: str | None = None, *, BM: i
 
 
 def cuda_half_gemv(element: str = "bfloat16", output: str | None = None, *, NT: int = 2, WARPS: int = 16,
-                   IN_FLIGHT: int = 2, MIN_BLOCKS: int = 1) -> KernelSpec:
+                   IN_FLIGHT: int = 2, MIN_BLOCKS: int = 1, ONE_ROW: int = 8) -> KernelSpec:
     """Chapter 8 for a token's products (kernels/cuda/half_gemv.cu; sm_80 on):
     a few rows of A (blocks of 8) against B of one half type ``element``, on
     mma.sync m16n8k16 with B's runs read straight into the fragments, C rounded
     once to ``output`` (as :func:`cuda_half_wgmma`). Blocks of 16 NT columns, of
     WARPS warps taking turns down K, each loading 2 IN_FLIGHT chunks of B
-    ahead; registers capped so that MIN_BLOCKS blocks fit on an SM."""
+    ahead; registers capped so that MIN_BLOCKS blocks fit on an SM. One row
+    of A against column-major B: a warp 16 NT / WARPS whole columns, ONE_ROW
+    loads of B in flight a lane (0: the tensor-core way there too)."""
     output = _half_output(element, output)
     return KernelSpec(
         "half_gemv", "cuda", "half_gemv.cu", (32 * WARPS, 1, 1), 8, 16 * NT,
-        (("NT", NT), ("WARPS", WARPS), ("IN_FLIGHT", IN_FLIGHT), ("TA", element), ("TB", element),
+        (("NT", NT), ("WARPS", WARPS), ("IN_FLIGHT", IN_FLIGHT), ("ONE_ROW", ONE_ROW), ("TA", element), ("TB", element),
          ("TC", output)),
         min_blocks=MIN_BLOCKS,
         output_dtypes=(output,),

@@ -129,7 +129,7 @@ def _gemv_kernel_run(path: Path, rows: list[dict]) -> str:
 
 
 # The template constants a half_gemv-kernel-*.csv records (benchmarks/ncu_half_gemv.py).
-TEMPLATE = ("NT", "WARPS", "IN_FLIGHT", "UNROLL", "PARTS", "MIN_BLOCKS")
+TEMPLATE = ("NT", "WARPS", "IN_FLIGHT", "ONE_ROW", "UNROLL", "PARTS", "MIN_BLOCKS")
 
 
 def gemv_template(spec) -> dict:

