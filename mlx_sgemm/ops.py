@@ -392,12 +392,33 @@ def _compiled(choose, backend: str, stream, pad: bool, float32_out: bool, a_shap
     _route(choose, backend, folded_rows(a_shape, b_shape), b_shape, *dtypes, pad, float32_out,
            *_route_depends())  # launch errors here, too
     plain = _forward(choose, backend, stream, pad, float32_out)
+    # A kernel that takes the layer's x and W as they are records its node alone.
+    layer_run = _layer_form(choose, backend, stream, pad, float32_out, a_shape, b_shape, dtypes) if b_transposed \
+        else None
+    record = layer_run or (lambda a, b: plain(a, b_of(b)))
     recording = [True]
-    compiled = mx.compile(lambda a, b: (plain if recording[0] else product)(a, b_of(b)))
+    compiled = mx.compile(lambda a, b: (record if recording[0] else lambda x, y: product(x, b_of(y)))(a, b))
     compiled(mx.zeros(a_shape, dtype=dtypes[0]),  # records; nothing runs
              mx.zeros(b_shape[::-1] if b_transposed else b_shape, dtype=dtypes[1]))
     recording[0] = False
     return compiled
+
+
+def _layer_form(choose, backend: str, stream, pad: bool, float32_out: bool, a_shape: tuple, b_shape: tuple,
+                dtypes: tuple):
+    """``run(x, w)`` where the route for ``x @ w.T`` is a kernel that takes a
+    layer's operands as it holds them (``KernelSpec.layer_operands``) and
+    nothing is padded or cast around it; else None. Its graph is the
+    kernel's node alone, where the plain forward's is W's transposed view, x's
+    rows reshaped and the kernel (launcher.layer_call)."""
+    names = (dtype_name(dtypes[0]), dtype_name(dtypes[1]))
+    pad_k, pad_n, _, _, how = route_plan(choose, backend, folded_rows(a_shape, b_shape), b_shape, pad, names,
+                                         float32_out)
+    if (not how.spec.layer_operands or pad_k or pad_n or how.k_splits != 1
+            or how.spec.operand_types != names or how.spec.output_type != names[0]):
+        return None
+    run = launcher.layer_call(how.spec, a_shape, b_shape[::-1])
+    return lambda x, w: run(x, w, stream)
 
 
 def _route_depends() -> tuple:

@@ -19,8 +19,14 @@
 // x @ W.T: kernel_choice.for_operands), since the grid is the layout's; other
 // layouts get correct, slower ways (sgemm/gemv_one_row.cuh).
 //
+// It takes a layer's operands as the layer holds them (sgemm::locate_layer_row,
+// launcher.layer_call): x at its own rank and W itself, not W's transposed view
+// and x's rows reshaped to a matrix, so that a layer's product is one node of
+// MLX's graph where it was three (a decode step is bound by the host's time a
+// node: docs/performance-log.md, "A layer's product, one node").
+//
 // Block: 8 warps, tile: one row of C by 8 / PARTS columns (block_m 1), so
-// any M works, each row of C by its own blocks.
+// any number of rows works, each row of C by its own blocks.
 // - column-major B: warp w takes column col0 + w % BN, a row of W, and its
 //   part w / BN of the row's 16-byte runs: lane l reads run l + 32 (part +
 //   PARTS i), and 16 bytes of A's row at the same k through L1 (read by every
@@ -46,11 +52,13 @@ static_assert(sizeof(TA) == 2 && sizeof(TB) == 2, "one half type for both operan
 
 __shared__ float warp_sums[WARPS * 4 * RUN];  // each warp's sums: of its column's part, or (row-major B) of 32 columns
 
-const auto t = sgemm::locate_tile(1, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
+// a: x (a_ndim dimensions), b: W (N x K).
+const auto t = sgemm::locate_layer_row(BN, params, a, a_shape, a_strides, a_ndim, b, b_strides, c);
 
 // The grid and thread count come from the spec; one that disagrees with this
 // template gets NaN, not a partly written C.
-if (blockDim.x != THREADS || params[sgemm::P_TILES_N] != (t.N + BN - 1) / BN || params[sgemm::P_TILES_M] != t.M) {
+if (blockDim.x != THREADS || params[sgemm::P_TILES_N] != (t.N + BN - 1) / BN ||
+    params[sgemm::P_TILES_M] != params[sgemm::P_M]) {
   sgemm::write_nan_tile<1, BN>(t);
   return;
 }

@@ -133,6 +133,11 @@ def prepared(spec: specs.KernelSpec, a_shape: tuple, b_shape: tuple, k_splits: i
     p = plan(a_shape, b_shape)
     if p.empty:
         return lambda a, b, stream, extra: mx.zeros(p.out_shape, dtype=mx.float32, stream=stream)
+    if spec.layer_operands:  # the kernel takes W, B's transposed view
+        if len(b_shape) != 2 or k_splits != 1:
+            raise ValueError(f"{spec.stage} multiplies by one 2-D b, unsplit; got b of shape {b_shape}")
+        run_layer = layer_call(spec, a_shape, b_shape[::-1])
+        return lambda a, b, stream, extra: run_layer(a, mx.swapaxes(b, 0, 1, stream=stream), stream)
     kernel, params, shape_args = kernel_call(spec, p, k_splits)
     # Reshapes are free for contiguous arrays; a strided view whose batch dims
     # must merge (or a 1-D operand of a view) is copied here, once.
@@ -173,6 +178,27 @@ def prepared(spec: specs.KernelSpec, a_shape: tuple, b_shape: tuple, k_splits: i
         elif k_splits > 1:
             c = mx.sum(c, axis=0, stream=stream)
         return c.reshape(out_shape, stream=stream) if out_shape is not None else c
+
+    return run
+
+
+def layer_call(spec: specs.KernelSpec, x_shape: tuple, w_shape: tuple):
+    """``run(x, w, stream)``: ``x @ w.T`` by a kernel that takes a layer's
+    operands as it holds them (``spec.layer_operands``: x at its own rank, W
+    of shape (N, K) itself), for one pair of shapes, worked out once. The
+    call is the kernel's node alone: no transposed view of W, no reshape of
+    x's rows, none of C, each a node of MLX's graph that a decode step's
+    products pay for on the host (docs/performance-log.md, "A layer's
+    product, one node")."""
+    rows, (n, k) = math.prod(x_shape[:-1]), w_shape
+    if x_shape[-1] != k:
+        raise ValueError(f"x of shape {x_shape} and W of shape {w_shape}: x's last dimension is not W's")
+    kernel, params, shape_args = kernel_call(spec, plan((rows, k), (k, n)))
+    shape_args = dict(shape_args, output_shapes=[(*x_shape[:-1], n)])
+
+    def run(x, w, stream):
+        return kernel(inputs=[x, w, params], **shape_args, init_value=float("nan") if _poison else None,
+                      stream=stream)[0]
 
     return run
 

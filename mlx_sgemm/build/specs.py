@@ -120,6 +120,10 @@ class KernelSpec:
     # With K split: the dtype the partial products are summed into, rounded
     # once, by one kernel (split_sum.cu); None: summed by mx.sum in float32.
     sum_to: str | None = None
+    # Whether the kernel takes a layer's operands as it holds them, x @ W.T of
+    # x at its own rank and W (N x K) itself (launcher.layer_call), not matmul's
+    # a and b (a transposed view of W) as the plan reshapes them.
+    layer_operands: bool = False
     # The k-tile: a K split's length is a multiple of it (the TMA copies whole
     # k-tiles from the split's start, which must not reach into the next split).
     k_tile: int = 32
@@ -464,12 +468,14 @@ def cuda_half_gemv_one_row(element: str = "bfloat16", output: str | None = None,
     GEMV reads W (x @ W.T: a row of W a column of C, in 16-byte runs), FMAs in
     float32, C rounded once to ``output``. Blocks of 8 warps, PARTS of them a
     column of C (so 8 / PARTS columns a block), UNROLL runs in flight a lane,
-    registers capped so that MIN_BLOCKS blocks (64 warps) fit on an SM."""
+    registers capped so that MIN_BLOCKS blocks (64 warps) fit on an SM. It
+    takes x and W as a layer holds them (``layer_operands``)."""
     output = _half_output(element, output)
     return KernelSpec(
         "half_gemv_one_row", "cuda", "half_gemv_one_row.cu", (256, 1, 1), 1, 8 // PARTS,
         (("UNROLL", UNROLL), ("PARTS", PARTS), ("TA", element), ("TB", element), ("TC", output)),
         min_blocks=MIN_BLOCKS,
+        layer_operands=True,
         output_dtypes=(output,),
         operand_types=(element, element),
     )

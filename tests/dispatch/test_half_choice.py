@@ -7,7 +7,7 @@ import mlx.core as mx
 import pytest
 
 from mlx_sgemm import ops
-from mlx_sgemm.build import specs
+from mlx_sgemm.build import launcher, specs
 from mlx_sgemm.dispatch import device, kernel_choice
 from mlx_sgemm.dispatch.problem import plan
 
@@ -263,6 +263,34 @@ def test_a_layers_token_alone_is_read_as_mlxs_gemv_reads_it(fake_cuda, dtype):
     assert ran["layer"].output_type == dtype and (ran["layer"].block_m, ran["layer"].block_n) == (1, 2)
     assert {ran[name].stage for name in ("matmul", "two rows")} == {"half_gemv"}
     assert ran["deterministic"].stage != "half_gemv_one_row"
+
+
+@pytest.mark.parametrize("x_shape", [(1, 1, 4096), (1, 4096), (4096,)], ids=str)
+def test_a_layers_token_alone_hands_the_kernel_x_and_w_as_they_are(fake_cuda, monkeypatch, x_shape):
+    """half_gemv_one_row takes x at its own rank and W itself
+    (launcher.layer_call): the layer's recorded graph is the kernel's node
+    alone, no transposed view of W nor reshape of x before it (each a node a
+    decode step's products pay for on the host). Its result has x's leading
+    dimensions and is mx.matmul's; a differentiated call takes the custom
+    function's way, a matmul's launch of the same kernel on W's transposed
+    view, with the same value and mx.matmul's gradient."""
+    handed = []
+    fake_layer_call = launcher.layer_call
+    monkeypatch.setattr(launcher, "layer_call", lambda spec, x_shape, w_shape: (
+        handed.append((spec.stage, x_shape, w_shape)) or fake_layer_call(spec, x_shape, w_shape)))
+    x = mx.random.normal(x_shape, key=mx.random.key(1)).astype(mx.bfloat16)
+    w = mx.random.normal((300, 4096), key=mx.random.key(2)).astype(mx.bfloat16)
+    product = ops.layer_product("matmul")
+    got = product(x, w)
+    assert handed == [("half_gemv_one_row", x_shape, (300, 4096))]
+    assert got.shape == (*x_shape[:-1], 300) and got.dtype == mx.bfloat16
+    want = mx.matmul(x.astype(mx.float32), w.astype(mx.float32).T).astype(mx.bfloat16)
+    assert mx.array_equal(got, want) and mx.array_equal(product(x, w), want)  # the replay too
+    loss = lambda x, w: product(x, w).astype(mx.float32).sum()  # noqa: E731
+    theirs = lambda x, w: (x @ w.T).astype(mx.float32).sum()  # noqa: E731
+    for ours_grad, their_grad in zip(mx.grad(loss, argnums=(0, 1))(x, w), mx.grad(theirs, argnums=(0, 1))(x, w)):
+        assert ours_grad.shape == their_grad.shape
+        assert mx.allclose(ours_grad.astype(mx.float32), their_grad.astype(mx.float32), rtol=1e-2, atol=1e-1)
 
 
 @pytest.mark.parametrize("dtype", [mx.float32, mx.bfloat16], ids=str)

@@ -1,8 +1,10 @@
 """Chapter 8 for a model layer's token alone on the GPU: half_gemv_one_row,
 each row of A by itself against B as MLX's GEMV reads W (x @ W.T), and the
 correct, slower ways it takes for any other layout (row-major B in runs, any
-strides element by element), every edge of K and N, batches, both half
-types; and mlx_sgemm.nn's layer running it for a token.
+strides element by element), every edge of K and N, x with batch
+dimensions, both half types; and mlx_sgemm.nn's layer running it for a
+token, handing it x and W as they are. Launched directly (launcher.launch,
+matmul's a and b), b's transposed view is the W the kernel takes.
 
 Each product is checked as test_gpu_half_gemv checks half_gemv's: against
 float64 with outputs poisoned with NaN, its normwise error within mx.matmul's
@@ -30,11 +32,11 @@ spec_ids = pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.operand_types[
 # Edges of K (shorter than a lane's run of 8, no multiple of 8, shorter than
 # a warp's 256, not a multiple of the 4 warps' 1024), of N (fewer columns
 # than a block's, an odd count), several rows (each by its own blocks) and
-# batches, with broadcasts.
+# x with batch dimensions (each row found by x's strides; W is a layer's, 2-D).
 SHAPES = [
     ((1, 4096), (4096, 4096)), ((1, 5), (5, 3)), ((1, 8), (8, 1)), ((1, 200), (200, 33)),
     ((1, 4093), (4093, 1030)), ((1, 14336), (14336, 1000)), ((1, 1032), (1032, 777)),
-    ((3, 1000), (1000, 101)), ((2, 3, 1, 264), (264, 40)), ((3, 1, 4096), (3, 4096, 520)),
+    ((3, 1000), (1000, 101)), ((2, 3, 1, 264), (264, 40)), ((3, 1, 4096), (4096, 520)),
 ]
 
 

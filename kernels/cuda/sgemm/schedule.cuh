@@ -117,6 +117,38 @@ __device__ inline Tile<TA, TB, TC> tile_of(
                                a, a_shape, a_strides, b, b_shape, b_strides, c);
 }
 
+// A layer's operands as it holds them (launcher.layer_call): x at its own
+// rank (a_ndim dimensions, the last K; its rows the product of the others,
+// each found by its strides) and W (N x K), B = W^T read in place, C of x's
+// leading dimensions by N, row after row. Nothing is reshaped or transposed
+// before the kernel, so a layer's product is one node of MLX's graph. Block
+// `blockIdx.x` takes row blockIdx.x / tiles_n of x, as a 1 x K matrix (row0
+// 0, its row of C at C), and its tile of block_n columns.
+template <typename TA, typename TB, typename TC, typename Shape, typename Strides>
+__device__ inline Tile<TA, TB, TC> locate_layer_row(int block_n, const int32_t* params, const TA* x,
+                                                    const Shape& x_shape, const Strides& x_strides, int x_ndim,
+                                                    const TB* w, const Strides& w_strides, TC* c) {
+  Tile<TA, TB, TC> t;
+  t.M = 1;
+  t.N = params[P_N];
+  t.K = params[P_K];
+  const int tiles_n = params[P_TILES_N];
+  const int row = blockIdx.x / tiles_n;
+  t.row0 = 0;
+  t.col0 = (blockIdx.x % tiles_n) * block_n;
+  t.k0 = 0;
+  int64_t offset = 0;
+  for (int i = x_ndim - 2, rest = row; i >= 0; --i) {
+    offset += (rest % x_shape[i]) * x_strides[i];
+    rest /= x_shape[i];
+  }
+  t.A = {x + offset, 0, x_strides[x_ndim - 1], 1, t.K};
+  t.B = {w, w_strides[1], w_strides[0], t.K, t.N};
+  t.ldc = t.N;
+  t.C = c + static_cast<int64_t>(row) * t.N;
+  return t;
+}
+
 }  // namespace sgemm
 
 #endif  // MLX_SGEMM_SCHEDULE_CUH
