@@ -172,7 +172,7 @@ def _shape_of(x, name: str) -> tuple[int, ...]:
     return shape
 
 
-def _layouts(backend: str, spec, b_transposed: bool) -> dict:
+def _layouts(backend: str, spec, b_transposed: bool, rows: int = 0) -> dict:
     if backend == device.CPU_FALLBACK:
         return {"a": "as MLX's CPU matmul reads it", "b": "as MLX's CPU matmul reads it"}
     if spec.ensure_row_contiguous:
@@ -187,16 +187,21 @@ def _layouts(backend: str, spec, b_transposed: bool) -> dict:
                  + "; other strides are written into the tiles element by element",
         }
     if spec.source_file == "half_gemv.cu":  # runs of B as they lie, straight into mma's fragments
+        one_row = (f" (one row: a warp {spec.block_n // (spec.threadgroup[0] // 32)} whole columns, "
+                   "a load 512 bytes of one, FMAs)" if rows == 1 else "")
         return {
             "a": "read in place at its strides; a row's runs of k through L1, shared by every warp",
-            "b": b + (" in 16-byte runs of k (W's rows)" if b_transposed else
+            "b": b + (f" in 16-byte runs of k (W's rows){one_row}" if b_transposed else
                       " in runs of 4 columns, paired into k by byte permutes")
                  + "; other strides or alignments are read element by element",
         }
     if spec.source_file == "half_gemv_one_row.cu":  # made for W's rows; row-major B its fallback
         return {
-            "a": "read in place at its strides; the row's 16-byte runs of k through L1, shared by every warp",
-            "b": b + (f" in 16-byte runs of k (W's rows), {dict(spec.template)['PARTS']} warps a row" if b_transposed
+            "a": "handed to the kernel as the layer holds it (no reshape before it), read in place at its "
+                 "strides; the row's 16-byte runs of k through L1, shared by every warp",
+            "b": "W handed to the kernel as the layer holds it (no transposed view before it: the product is "
+                 "one node of MLX's graph); "
+                 + b + (f" in 16-byte runs of k (W's rows), {dict(spec.template)['PARTS']} warps a row" if b_transposed
                       else f" in 64-byte runs of a row, by 1 in {32 // spec.block_n} of the blocks (slower: the "
                            "grid is made for W's rows)")
                  + "; other strides or alignments are read element by element",
@@ -423,7 +428,7 @@ def explain(
             contract += f", rounded once to {spec.output_type} in the kernel"
     return Explanation(
         shape, backend, name, precision, spec.stage, f"kernels/{backend}/{spec.source_file}", parameters,
-        how.k_splits, (pad_k, pad_n), chosen_by, _layouts(backend, spec, b_transposed), dtypes,
+        how.k_splits, (pad_k, pad_n), chosen_by, _layouts(backend, spec, b_transposed, p.M), dtypes,
         kernel_choice.operand_conversions(spec, *types), contract,
         None if deterministic or types != specs.FLOAT32_OPERANDS  # the recorded runs are float32's
         else _nearest_recorded(backend, precision, p.M, p.N, p.K, b_transposed))

@@ -379,6 +379,9 @@ def test_explain_says_what_a_layer_runs_for_a_token():
     assert alone.contract.startswith("float32: FMAs in float32") and alone.contract.endswith(
         "rounded once to bfloat16 in the kernel")
     assert "W's rows), 4 warps a row" in alone.layouts["b"]
+    # x and W reach the kernel as the layer holds them (launcher.layer_call): one node.
+    assert alone.layouts["a"].startswith("handed to the kernel as the layer holds it")
+    assert alone.layouts["b"].startswith("W handed to the kernel as the layer holds it")
     assert alone.conversions == dict.fromkeys("ab", kernel_choice.CONVERTED_ON_LOAD)
     two = mlx_sgemm.explain((2, 4096), (4096, 14336), backend="cuda", dtype="bfloat16", layer=True)
     assert two.kernel == "half_gemv" and "their 8 warps" in two.chosen_by
@@ -392,6 +395,9 @@ def test_explain_says_what_a_layer_runs_for_a_token():
                                                                 dtype="bfloat16").shape
     matmul = mlx_sgemm.explain((1, 1, 4096), (4096, 14336), backend="cuda", dtype="bfloat16", b_transposed=True)
     assert matmul.kernel == "half_gemv" and "their 4 warps" in matmul.chosen_by
+    # matmul's one row against W's rows: half_gemv's one-row way, a warp 32 / 4 whole columns.
+    assert "(one row: a warp 8 whole columns, a load 512 bytes of one, FMAs)" in matmul.layouts["b"]
+    assert "one row" not in two.layouts["b"]
     with pytest.raises(TypeError, match="layer"):
         mlx_sgemm.explain((1, 4096), (4096, 8), layer="yes")
 
