@@ -1,9 +1,11 @@
-// half_gemv_one_row's ways for the layouts of B it is not built for
-// (kernels/cuda/half_gemv_one_row.cu): row-major B in runs, and any strides
-// element by element. Out of line, operands by value: inlined (or as lambdas
-// capturing the kernel's locals, which then live in memory) their registers and
-// stack would be the column-major way's too, whose bound is 32 registers a
-// thread (64 warps an SM).
+// One row of A against B, a warp a column of C at a time (a token's product):
+// the column loop over W's rows that half_gemv_one_row and half_gemv's one-row
+// way share (one_row_column_sums, one_row_warp_columns), and half_gemv_one_row's
+// ways for the layouts of B it is not built for (kernels/cuda/half_gemv_one_row.cu):
+// row-major B in runs, and any strides element by element. Those are out of
+// line, operands by value: inlined (or as lambdas capturing the kernel's
+// locals, which then live in memory) their registers and stack would be the
+// column-major way's too, whose bound is 32 registers a thread (64 warps an SM).
 #ifndef MLX_SGEMM_GEMV_ONE_ROW_CUH
 #define MLX_SGEMM_GEMV_ONE_ROW_CUH
 
