@@ -247,8 +247,8 @@ auto row_major = [&] {
 
 // One row of A against column-major B: a warp BN / WARPS whole columns.
 auto one_row = [&] {
-  const TA* const x = A.p + t.row0 * A.rs;
   if constexpr (ONE_ROW > 0 && BN % WARPS == 0) {
+    const TA* const x = A.p + t.row0 * A.rs;
     if (t.M == 1 && B.rs == 1 && B.cs % 8 == 0 && sgemm::is_16_byte_aligned(B.p) && A.cs == 1 &&
         sgemm::is_16_byte_aligned(x)) {
       sgemm::one_row_warp_columns<BN / WARPS, ONE_ROW>(B, x, K, t.N, t.col0 + BN / WARPS * warp,

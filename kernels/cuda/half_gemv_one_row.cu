@@ -47,7 +47,6 @@ constexpr int THREADS = 32 * WARPS;
 constexpr int BN = WARPS / PARTS;  // columns of C a block for column-major B: PARTS warps each
 constexpr int RUN = sgemm::ONE_ROW_RUN;
 using T = TA;
-using E = sgemm::Element<T>;
 static_assert(sizeof(TA) == 2 && sizeof(TB) == 2, "one half type for both operands");
 
 __shared__ float warp_sums[WARPS * 4 * RUN];  // each warp's sums: of its column's part, or (row-major B) of 32 columns
