@@ -406,6 +406,9 @@ def explain(
     if spec.shared_memory:
         parameters["shared_memory"] = f"{spec.shared_memory // 1024} KB"
     unit = "fma" if kernel_choice.runs_on_fma(spec) else "tensor"
+    # half_gemv's one row against W's rows: FMAs, not its tensor-core fragments (kernels/cuda/half_gemv.cu).
+    one_row_fmas = (spec.source_file == "half_gemv.cu" and p.M == 1 and b_transposed
+                    and dict(spec.template).get("ONE_ROW", 0) > 0)
     if how.spec.stage == kernel_choice.EMULATED.stage:
         from .emulation import gpu
 
@@ -419,6 +422,8 @@ def explain(
         if spec.reads_half_tiles(*spec.operand_types):
             contract = ("float32 accumulation: half simdgroup matrices (their products exact in float32) "
                         "into float32 accumulators, rounded once to the result dtype")
+    elif one_row_fmas:
+        contract = _CONTRACTS[("float32", "fma")] + f", rounded once to {spec.output_type} in the kernel"
     elif spec.source_file in specs.HALF_TENSOR_CORE_SOURCES:
         contract = (f"float32 accumulation: {types[0]} products on the tensor cores (exact in float32), summed "
                     f"in float32, rounded once to {types[0]} (precision= concerns float32 operands alone)")
@@ -429,6 +434,7 @@ def explain(
     return Explanation(
         shape, backend, name, precision, spec.stage, f"kernels/{backend}/{spec.source_file}", parameters,
         how.k_splits, (pad_k, pad_n), chosen_by, _layouts(backend, spec, b_transposed, p.M), dtypes,
-        kernel_choice.operand_conversions(spec, *types), contract,
+        dict.fromkeys("ab", kernel_choice.CONVERTED_ON_LOAD) if one_row_fmas
+        else kernel_choice.operand_conversions(spec, *types), contract,
         None if deterministic or types != specs.FLOAT32_OPERANDS  # the recorded runs are float32's
         else _nearest_recorded(backend, precision, p.M, p.N, p.K, b_transposed))

@@ -397,7 +397,11 @@ def test_explain_says_what_a_layer_runs_for_a_token():
     assert matmul.kernel == "half_gemv" and "their 4 warps" in matmul.chosen_by
     # matmul's one row against W's rows: half_gemv's one-row way, a warp 32 / 4 whole columns.
     assert "(one row: a warp 8 whole columns, a load 512 bytes of one, FMAs)" in matmul.layouts["b"]
-    assert "one row" not in two.layouts["b"]
+    assert matmul.contract == alone.contract and matmul.conversions == alone.conversions
+    assert "one row" not in two.layouts["b"] and "on the tensor cores" in two.contract
+    assert two.conversions == dict.fromkeys("ab", kernel_choice.HALF_TENSOR_CORES)
+    row_major = mlx_sgemm.explain((1, 1, 4096), (4096, 14336), backend="cuda", dtype="bfloat16")
+    assert "one row" not in row_major.layouts["b"] and "on the tensor cores" in row_major.contract
     with pytest.raises(TypeError, match="layer"):
         mlx_sgemm.explain((1, 4096), (4096, 8), layer="yes")
 
