@@ -172,7 +172,7 @@ def _shape_of(x, name: str) -> tuple[int, ...]:
     return shape
 
 
-def _layouts(backend: str, spec, b_transposed: bool, rows: int = 0) -> dict:
+def _layouts(backend: str, spec, b_transposed: bool, one_row_fmas: bool = False) -> dict:
     if backend == device.CPU_FALLBACK:
         return {"a": "as MLX's CPU matmul reads it", "b": "as MLX's CPU matmul reads it"}
     if spec.ensure_row_contiguous:
@@ -188,7 +188,7 @@ def _layouts(backend: str, spec, b_transposed: bool, rows: int = 0) -> dict:
         }
     if spec.source_file == "half_gemv.cu":  # runs of B as they lie, straight into mma's fragments
         one_row = (f" (one row: a warp {spec.block_n // (spec.threadgroup[0] // 32)} whole columns, "
-                   "a load 512 bytes of one, FMAs)" if rows == 1 else "")
+                   "a load 512 bytes of one, FMAs)" if one_row_fmas else "")
         return {
             "a": "read in place at its strides; a row's runs of k through L1, shared by every warp",
             "b": b + (f" in 16-byte runs of k (W's rows){one_row}" if b_transposed else
@@ -406,9 +406,11 @@ def explain(
     if spec.shared_memory:
         parameters["shared_memory"] = f"{spec.shared_memory // 1024} KB"
     unit = "fma" if kernel_choice.runs_on_fma(spec) else "tensor"
-    # half_gemv's one row against W's rows: FMAs, not its tensor-core fragments (kernels/cuda/half_gemv.cu).
+    # half_gemv's one row against W's rows: FMAs, not its tensor-core fragments, where its
+    # blocks' columns split into whole columns a warp (kernels/cuda/half_gemv.cu, one_row).
     one_row_fmas = (spec.source_file == "half_gemv.cu" and p.M == 1 and b_transposed
-                    and dict(spec.template).get("ONE_ROW", 0) > 0)
+                    and dict(spec.template).get("ONE_ROW", 0) > 0
+                    and spec.block_n % (spec.threadgroup[0] // 32) == 0)
     if how.spec.stage == kernel_choice.EMULATED.stage:
         from .emulation import gpu
 
@@ -433,7 +435,7 @@ def explain(
             contract += f", rounded once to {spec.output_type} in the kernel"
     return Explanation(
         shape, backend, name, precision, spec.stage, f"kernels/{backend}/{spec.source_file}", parameters,
-        how.k_splits, (pad_k, pad_n), chosen_by, _layouts(backend, spec, b_transposed, p.M), dtypes,
+        how.k_splits, (pad_k, pad_n), chosen_by, _layouts(backend, spec, b_transposed, one_row_fmas), dtypes,
         dict.fromkeys("ab", kernel_choice.CONVERTED_ON_LOAD) if one_row_fmas
         else kernel_choice.operand_conversions(spec, *types), contract,
         None if deterministic or types != specs.FLOAT32_OPERANDS  # the recorded runs are float32's

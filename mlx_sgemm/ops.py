@@ -354,8 +354,9 @@ def _compiled(choose, backend: str, stream, pad: bool, float32_out: bool, a_shap
     """The op for one shape pair (and operand ``dtypes``), under ``mx.compile``
     (``pad`` and ``float32_out``: see :func:`_forward`). ``b_transposed``: the
     function takes B^T (a layer's weight, of shape ``b_shape`` reversed) and
-    multiplies by its transposed view, made inside the recorded graph (see
-    :func:`layer_product`).
+    multiplies by its transposed view, made inside the recorded graph, or
+    hands it as it is to a kernel that takes W itself (:func:`_layer_form`;
+    see :func:`layer_product`).
 
     Why: a call of the uncompiled op costs ~30 us of host time on an H200's
     host (Python, MLX's custom-function and custom-kernel nodes, and two
@@ -397,7 +398,7 @@ def _compiled(choose, backend: str, stream, pad: bool, float32_out: bool, a_shap
         else None
     record = layer_run or (lambda a, b: plain(a, b_of(b)))
     recording = [True]
-    compiled = mx.compile(lambda a, b: (record if recording[0] else lambda x, y: product(x, b_of(y)))(a, b))
+    compiled = mx.compile(lambda a, b: record(a, b) if recording[0] else product(a, b_of(b)))
     compiled(mx.zeros(a_shape, dtype=dtypes[0]),  # records; nothing runs
              mx.zeros(b_shape[::-1] if b_transposed else b_shape, dtype=dtypes[1]))
     recording[0] = False
@@ -495,7 +496,8 @@ def layer_product(kernel: str, precision: str = "float32", deterministic: bool =
     that stays right: the layer's last call is remembered (its weight's id,
     x's shape and dtype, the default stream, the autotuner's generation and
     the poison flag), and a call like it is that compiled function's replay,
-    with ``w.T`` made inside its recorded graph. Any other call takes
+    with ``w.T`` made inside its recorded graph (for a token alone, the
+    kernel's node alone: :func:`_layer_form`). Any other call takes
     :func:`_run`'s checks and route, then is remembered in its turn (a model
     in training, whose weights are new arrays each step, takes that path).
     x's batch dimensions are folded into its rows, as every op's are

@@ -38,6 +38,11 @@ def poisoned() -> bool:
     return _poison
 
 
+def _init_value() -> float | None:
+    """A kernel object's ``init_value``: NaN inside :func:`poisoned_outputs`, else none."""
+    return float("nan") if _poison else None
+
+
 @functools.lru_cache(maxsize=4096)
 def _params_array(params: tuple[int, ...]) -> mx.array:
     """The ``params`` input, made once per distinct value. On CUDA a fresh
@@ -171,7 +176,7 @@ def prepared(spec: specs.KernelSpec, a_shape: tuple, b_shape: tuple, k_splits: i
                 named["c_in"] = as_kernel_output(named["c_in"], p, stream)
             inputs = [named[name] for name in spec.input_names]
         c = kernel(  # c, and for a TMA kernel its blocks' tensor maps (not used after)
-            inputs=inputs, **shape_args, init_value=float("nan") if _poison else None, stream=stream,
+            inputs=inputs, **shape_args, init_value=_init_value(), stream=stream,
         )[0]
         if k_splits > 1 and spec.sum_to:
             c = split_sum(c, spec.sum_to, stream)
@@ -197,8 +202,7 @@ def layer_call(spec: specs.KernelSpec, x_shape: tuple, w_shape: tuple):
     shape_args = dict(shape_args, output_shapes=[(*x_shape[:-1], n)])
 
     def run(x, w, stream):
-        return kernel(inputs=[x, w, params], **shape_args, init_value=float("nan") if _poison else None,
-                      stream=stream)[0]
+        return kernel(inputs=[x, w, params], **shape_args, init_value=_init_value(), stream=stream)[0]
 
     return run
 
@@ -236,7 +240,7 @@ def split_sum(partials: mx.array, dtype: str, stream=None) -> mx.array:
     return registry.kernel(spec)(
         inputs=[partials, params], output_shapes=[partials.shape[1:]], output_dtypes=[getattr(mx, dtype)],
         grid=_pass_grid(spec, count), threadgroup=spec.threadgroup, template=template_arguments(spec),
-        init_value=float("nan") if _poison else None, stream=stream,
+        init_value=_init_value(), stream=stream,
     )[0]
 
 
