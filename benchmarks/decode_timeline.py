@@ -6,13 +6,13 @@ tracing sees MLX's kernels).
     DT=bfloat16 PREC=float32 python benchmarks/decode_timeline.py > benchmarks/results/decode-timeline-DATE-DEVICE.txt
 
 mlx-lm's Llama with LAYERS layers (4 unless named) of Llama 2 7B's shape
-(random weights, mlx_sgemm.bench.models), the operands' dtype DT (bfloat16 unless named),
-``replace_linear(precision=PREC)``. After a prompt of 512 tokens, each side
-takes 5 steps of warm-up, 16 steps timed (the build of each step's graph timed
-apart from its evaluation), then 16 steps under the profiler; the two sides
-twice, in turn (MLX's, ours, MLX's, ours). Each step is evaluated before the
-next, as benchmarks/model_speed.py times decode. Needs MLX's CUDA backend,
-mlx-lm and PyTorch (the GPU machine has them).
+(random weights, mlx_sgemm.bench.models), the operands' dtype DT (bfloat16
+unless named), ``replace_linear(precision=PREC)``. After a prompt of 512
+tokens, each side takes 5 steps of warm-up, 16 steps timed (the build of each
+step's graph timed apart from its evaluation), then 16 steps under the
+profiler; the two sides twice, in turn (MLX's, ours, MLX's, ours). Each step
+is evaluated before the next, as benchmarks/model_speed.py times decode. Needs
+MLX's CUDA backend, mlx-lm and PyTorch (the GPU machine has them).
 
 MODE=generate times tokens as ``mlx_lm.generate`` makes them instead
 (mlx-lm's ``generate_step``: a step's graph built and handed to the GPU with
@@ -131,7 +131,8 @@ def main() -> int:
     from mlx_sgemm.bench import models, traces
 
     dtype = getattr(mx, os.environ.get("DT", "bfloat16"))
-    theirs, ours = (models.build("llama", dtype, size="7b", layers=int(os.environ.get("LAYERS", "4"))) for _ in range(2))
+    layers = int(os.environ.get("LAYERS", "4"))
+    theirs, ours = (models.build("llama", dtype, size="7b", layers=layers) for _ in range(2))
     mlx_sgemm.nn.replace_linear(ours, precision=os.environ.get("PREC", "float32"))
     tokens = models.prompt(theirs, batch=1, length=512)
     steps = generated_tokens if os.environ.get("MODE", "decode") == "generate" else decoded_steps
