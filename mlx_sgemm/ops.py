@@ -196,7 +196,7 @@ def _forward(choose: Callable[[str, Plan], kernel_choice.Launch], backend: str, 
             return forward(a.reshape(rows, stream=stream), b).reshape(plan(a.shape, b.shape).out_shape, stream=stream)
         # mx.matmul's dtype: float32 unless both are one half type
         dtype = _F32 if float32_out else mx.result_type(a, b)
-        pad_k, pad_n, reads, run = _route(
+        pad_k, pad_n, reads, run, _ = _route(
             choose, backend, a.shape, b.shape, a.dtype, b.dtype, pad, float32_out, *_route_depends())
         # A half operand goes to a kernel that converts on load as it is, to the
         # others cast to float32 (reads: the element types the kernel reads).
@@ -257,9 +257,10 @@ def _differentiable(
 @functools.lru_cache(maxsize=4096)
 def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, a_dtype, b_dtype, pad: bool, float32_out: bool,
            *depends_on):
-    """(pad_k, pad_n, reads, run): how ``forward`` computes one pair of operand
-    shapes and dtypes, decided once; ``reads``: the dtypes the kernel reads a
-    and b in (theirs, or float32 for an operand cast first).
+    """(pad_k, pad_n, reads, run, how): how ``forward`` computes one pair of
+    operand shapes and dtypes, decided once; ``reads``: the dtypes the kernel
+    reads a and b in (theirs, or float32 for an operand cast first); ``how``:
+    the launch (:func:`route_plan`'s), which :func:`_layer_form` reads.
 
     The choice also depends on the GPU and on the autotuner's entries, which
     ``depends_on`` names (:func:`_route_depends`), so that a new autotune
@@ -270,8 +271,8 @@ def _route(choose, backend: str, a_shape: tuple, b_shape: tuple, a_dtype, b_dtyp
     reads = tuple(getattr(mx, t) for t in how.spec.operand_types)
     if kernel_choice.is_emulated(how):
         emulated = kernel_choice.emulation_op(how)
-        return pad_k, pad_n, reads, lambda a, b, stream, extra: emulated(a, b, stream=stream)
-    return pad_k, pad_n, reads, launcher.prepared(how.spec, a_shape, b_shape, how.k_splits)
+        return pad_k, pad_n, reads, lambda a, b, stream, extra: emulated(a, b, stream=stream), how
+    return pad_k, pad_n, reads, launcher.prepared(how.spec, a_shape, b_shape, how.k_splits), how
 
 
 def route_plan(choose, backend: str, a_shape: tuple, b_shape: tuple, pad: bool,
@@ -390,12 +391,11 @@ def _compiled(choose, backend: str, stream, pad: bool, float32_out: bool, a_shap
     b_of = (lambda bt: bt.T) if b_transposed else (lambda b: b)  # noqa: E731
     if p.empty:
         return lambda a, b: product(a, b_of(b))
-    _route(choose, backend, folded_rows(a_shape, b_shape), b_shape, *dtypes, pad, float32_out,
-           *_route_depends())  # launch errors here, too
+    route = _route(choose, backend, folded_rows(a_shape, b_shape), b_shape, *dtypes, pad, float32_out,
+                   *_route_depends())  # launch errors here, too
     plain = _forward(choose, backend, stream, pad, float32_out)
     # A kernel that takes the layer's x and W as they are records its node alone.
-    layer_run = _layer_form(choose, backend, stream, pad, float32_out, a_shape, b_shape, dtypes) if b_transposed \
-        else None
+    layer_run = _layer_form(route, stream, a_shape, b_shape, dtypes) if b_transposed else None
     record = layer_run or (lambda a, b: plain(a, b_of(b)))
     recording = [True]
     compiled = mx.compile(lambda a, b: record(a, b) if recording[0] else product(a, b_of(b)))
@@ -405,16 +405,15 @@ def _compiled(choose, backend: str, stream, pad: bool, float32_out: bool, a_shap
     return compiled
 
 
-def _layer_form(choose, backend: str, stream, pad: bool, float32_out: bool, a_shape: tuple, b_shape: tuple,
-                dtypes: tuple):
-    """``run(x, w)`` where the route for ``x @ w.T`` is a kernel that takes a
-    layer's operands as it holds them (``KernelSpec.layer_operands``) and
-    nothing is padded or cast around it; else None. Its graph is the
-    kernel's node alone, where the plain forward's is W's transposed view, x's
-    rows reshaped and the kernel (launcher.layer_call)."""
+def _layer_form(route: tuple, stream, a_shape: tuple, b_shape: tuple, dtypes: tuple):
+    """``run(x, w)`` where ``route`` (:func:`_route`'s, for ``x @ w.T``) is a
+    kernel that takes a layer's operands as it holds them
+    (``KernelSpec.layer_operands``) and nothing is padded or cast around it;
+    else None. Its graph is the kernel's node alone, where the plain
+    forward's is W's transposed view, x's rows reshaped and the kernel
+    (launcher.layer_call)."""
     names = (dtype_name(dtypes[0]), dtype_name(dtypes[1]))
-    pad_k, pad_n, _, _, how = route_plan(choose, backend, folded_rows(a_shape, b_shape), b_shape, pad, names,
-                                         float32_out)
+    pad_k, pad_n, _, _, how = route
     if (not how.spec.layer_operands or pad_k or pad_n or how.k_splits != 1
             or how.spec.operand_types != names or how.spec.output_type != names[0]):
         return None
