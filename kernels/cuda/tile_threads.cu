@@ -50,117 +50,136 @@ constexpr int LDA = BM + 4, LDB = BN + 4;
 __shared__ __align__(16) float As[2][BK][LDA];
 __shared__ __align__(16) float Bs[2][BK][LDB];
 
-const sgemm::Tile<TA, TB> t = sgemm::locate_tile(
-    BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
-#ifdef SGEMM_EMULATION_FALLBACK
-// Built as the INT8 emulation's float32 fallback (mlx_sgemm/emulation/gpu.py),
-// a block computes only the tiles whose outputs the scheme does not give.
-if (!sgemm::fallback_computes_tile(choice, a_stats, t.M, b_stats, t.N, t.row0, t.col0, BM, BN)) return;
-#endif
+// The block's tile of C, t: its k-tiles, then its outputs.
+auto compute = [&](const sgemm::Tile<TA, TB>& t) {
+  // As is the K x M view of A: its layout decides how A's tile is read (16 bytes
+  // down the K x M view's columns for a row-major A, along its rows for A.T).
+  sgemm::with_layouts(t.A.transposed(), t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP {
+    constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    // First row and column of the thread's first runs, in the block.
+    const int m0 = (warp / WARPS_N) * WM + (lane / LANES_N) * 4;
+    const int n0 = (warp % WARPS_N) * WN + (lane % LANES_N) * 4;
+    const sgemm::Operand<TB>& B = t.B;
 
-// As is the K x M view of A: its layout decides how A's tile is read (16 bytes
-// down the K x M view's columns for a row-major A, along its rows for A.T).
-sgemm::with_layouts(t.A.transposed(), t.B, [&](auto a_layout, auto b_layout) SGEMM_MAIN_LOOP {
-  constexpr sgemm::Layout AL = decltype(a_layout)::value, BL = decltype(b_layout)::value;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  // First row and column of the thread's first runs, in the block.
-  const int m0 = (warp / WARPS_N) * WM + (lane / LANES_N) * 4;
-  const int n0 = (warp % WARPS_N) * WN + (lane % LANES_N) * 4;
-  const sgemm::Operand<TB>& B = t.B;
+    // Blocks whose tiles lie inside A and B (all but the edge blocks) load
+    // every whole k-tile by a plan made once (KTileStager::Plan).
+    using AStager = sgemm::KTileStager<BK, BM, THREADS, AL, TA>;
+    using BStager = sgemm::KTileStager<BK, BN, THREADS, BL, TB>;
+    const int K = t.K;
+    const bool a_inside = t.A.transposed().template vectorizes<AL>() && t.row0 + BM <= t.M;
+    const bool b_inside = B.template vectorizes<BL>() && t.col0 + BN <= t.N;
+    const typename AStager::Plan a_plan = AStager::plan(t.A.transposed(), t.row0);
+    const typename BStager::Plan b_plan = BStager::plan(B, t.col0);
+    AStager a_next;
+    BStager b_next;
+    auto fetch_a = [&](int k0) {
+      if (a_inside && k0 + BK <= K) a_next.fetch(a_plan, k0);
+      else a_next.fetch(t.A.transposed(), k0, t.row0);
+    };
+    auto fetch_b = [&](int k0) {
+      if (b_inside && k0 + BK <= K) b_next.fetch(b_plan, k0);
+      else b_next.fetch(B, k0, t.col0);
+    };
 
-  // Blocks whose tiles lie inside A and B (all but the edge blocks) load
-  // every whole k-tile by a plan made once (KTileStager::Plan).
-  using AStager = sgemm::KTileStager<BK, BM, THREADS, AL, TA>;
-  using BStager = sgemm::KTileStager<BK, BN, THREADS, BL, TB>;
-  const int K = t.K;
-  const bool a_inside = t.A.transposed().template vectorizes<AL>() && t.row0 + BM <= t.M;
-  const bool b_inside = B.template vectorizes<BL>() && t.col0 + BN <= t.N;
-  const typename AStager::Plan a_plan = AStager::plan(t.A.transposed(), t.row0);
-  const typename BStager::Plan b_plan = BStager::plan(B, t.col0);
-  AStager a_next;
-  BStager b_next;
-  auto fetch_a = [&](int k0) {
-    if (a_inside && k0 + BK <= K) a_next.fetch(a_plan, k0);
-    else a_next.fetch(t.A.transposed(), k0, t.row0);
-  };
-  auto fetch_b = [&](int k0) {
-    if (b_inside && k0 + BK <= K) b_next.fetch(b_plan, k0);
-    else b_next.fetch(B, k0, t.col0);
-  };
+    // Prologue: k-tile 0 into buffer 0.
+    fetch_a(0);
+    fetch_b(0);
+    a_next.template store<LDA>(&As[0][0][0]);
+    b_next.template store<LDB>(&Bs[0][0][0]);
+    __syncthreads();
 
-  // Prologue: k-tile 0 into buffer 0.
-  fetch_a(0);
-  fetch_b(0);
-  a_next.template store<LDA>(&As[0][0][0]);
-  b_next.template store<LDB>(&Bs[0][0][0]);
-  __syncthreads();
-
-  // A thread's fragments at one k: its TM values of A and TN of B, read from
-  // shared memory as float4s. They are read one k ahead of the FMAs that use
-  // them, into the other of two register sets: each read then has a whole
-  // k's TM x TN FMAs to arrive. With two warps a scheduler nothing else hides
-  // that latency (ncu: the FMAs stalled on the reads), and left to itself the
-  // compiler, at the 255-register cap, issued each read a few FMAs ahead.
-  // H200, 4096^3: 36.1-36.9 -> 38.4-38.9 TFLOP/s (docs/performance-log.md,
-  // "tile_threads: fragments read a k ahead").
-  int buf = 0;  // the shared-memory buffer the threads compute on
-  float av[2][TM], bv[2][TN];
-  auto read_fragments = [&](int set, int k) {
-#pragma unroll
-    for (int i = 0; i < TM; i += 4) {
-      *reinterpret_cast<float4*>(&av[set][i]) =
-          *reinterpret_cast<const float4*>(&As[buf][k][m0 + (i / 4) * RUN_M]);
-    }
-#pragma unroll
-    for (int j = 0; j < TN; j += 4) {
-      *reinterpret_cast<float4*>(&bv[set][j]) =
-          *reinterpret_cast<const float4*>(&Bs[buf][k][n0 + (j / 4) * RUN_N]);
-    }
-  };
-
-  float acc[TM][TN] = {};
-  for (int k0 = 0; k0 < K; k0 += BK) {
-    // The next k-tile goes through registers into the other buffer while this
-    // one is computed on: A's loads are issued now and stored halfway, B's
-    // issued halfway and stored at the end. Each has half a k-tile of FMAs to
-    // arrive, and registers hold only one operand's share of the tile at a
-    // time (holding both through the whole k-tile measured 3-4% slower).
-    const bool more = k0 + BK < K;
-    if (more) fetch_a(k0 + BK);
-
-#pragma unroll
-    for (int k = 0; k < BK; ++k) {
-      if (k == BK / 2 && more) {
-        a_next.template store<LDA>(&As[buf ^ 1][0][0]);
-        fetch_b(k0 + BK);
+    // A thread's fragments at one k: its TM values of A and TN of B, read from
+    // shared memory as float4s. They are read one k ahead of the FMAs that use
+    // them, into the other of two register sets: each read then has a whole
+    // k's TM x TN FMAs to arrive. With two warps a scheduler nothing else hides
+    // that latency (ncu: the FMAs stalled on the reads), and left to itself the
+    // compiler, at the 255-register cap, issued each read a few FMAs ahead.
+    // H200, 4096^3: 36.1-36.9 -> 38.4-38.9 TFLOP/s (docs/performance-log.md,
+    // "tile_threads: fragments read a k ahead").
+    int buf = 0;  // the shared-memory buffer the threads compute on
+    float av[2][TM], bv[2][TN];
+    auto read_fragments = [&](int set, int k) {
+  #pragma unroll
+      for (int i = 0; i < TM; i += 4) {
+        *reinterpret_cast<float4*>(&av[set][i]) =
+            *reinterpret_cast<const float4*>(&As[buf][k][m0 + (i / 4) * RUN_M]);
       }
-      if (k == 0) read_fragments(0, 0);
-      if (k + 1 < BK) read_fragments((k + 1) % 2, k + 1);
-#pragma unroll
-      for (int i = 0; i < TM; ++i) {
-#pragma unroll
-        for (int j = 0; j < TN; ++j) {
-          acc[i][j] += av[k % 2][i] * bv[k % 2][j];
+  #pragma unroll
+      for (int j = 0; j < TN; j += 4) {
+        *reinterpret_cast<float4*>(&bv[set][j]) =
+            *reinterpret_cast<const float4*>(&Bs[buf][k][n0 + (j / 4) * RUN_N]);
+      }
+    };
+
+    float acc[TM][TN] = {};
+    for (int k0 = 0; k0 < K; k0 += BK) {
+      // The next k-tile goes through registers into the other buffer while this
+      // one is computed on: A's loads are issued now and stored halfway, B's
+      // issued halfway and stored at the end. Each has half a k-tile of FMAs to
+      // arrive, and registers hold only one operand's share of the tile at a
+      // time (holding both through the whole k-tile measured 3-4% slower).
+      const bool more = k0 + BK < K;
+      if (more) fetch_a(k0 + BK);
+
+  #pragma unroll
+      for (int k = 0; k < BK; ++k) {
+        if (k == BK / 2 && more) {
+          a_next.template store<LDA>(&As[buf ^ 1][0][0]);
+          fetch_b(k0 + BK);
+        }
+        if (k == 0) read_fragments(0, 0);
+        if (k + 1 < BK) read_fragments((k + 1) % 2, k + 1);
+  #pragma unroll
+        for (int i = 0; i < TM; ++i) {
+  #pragma unroll
+          for (int j = 0; j < TN; ++j) {
+            acc[i][j] += av[k % 2][i] * bv[k % 2][j];
+          }
         }
       }
+
+      // The other buffer was last read before the barrier that ended the
+      // previous step, so it can be overwritten; this barrier publishes it.
+      if (more) b_next.template store<LDB>(&Bs[buf ^ 1][0][0]);
+      __syncthreads();
+      buf ^= 1;
     }
 
-    // The other buffer was last read before the barrier that ended the
-    // previous step, so it can be overwritten; this barrier publishes it.
-    if (more) b_next.template store<LDB>(&Bs[buf ^ 1][0][0]);
-    __syncthreads();
-    buf ^= 1;
-  }
-
-  const bool c_aligned = t.ldc % 4 == 0 && sgemm::is_16_byte_aligned(t.C);
-#pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int row = t.row0 + m0 + (i / 4) * RUN_M + i % 4;
-#pragma unroll
-    for (int j = 0; j < TN; j += 4) {
-      const int col = t.col0 + n0 + (j / 4) * RUN_N;
-      sgemm::store4_clipped(t.C, t.ldc, row, col, t.M, t.N, c_aligned,
-                            make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]));
+    const bool c_aligned = t.ldc % 4 == 0 && sgemm::is_16_byte_aligned(t.C);
+  #pragma unroll
+    for (int i = 0; i < TM; ++i) {
+      const int row = t.row0 + m0 + (i / 4) * RUN_M + i % 4;
+  #pragma unroll
+      for (int j = 0; j < TN; j += 4) {
+        const int col = t.col0 + n0 + (j / 4) * RUN_N;
+        sgemm::store4_clipped(t.C, t.ldc, row, col, t.M, t.N, c_aligned,
+                              make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]));
+      }
     }
+  });
+};
+
+#ifdef SGEMM_EMULATION_FALLBACK
+// Built as the emulations' float32 fallback (mlx_sgemm/emulation/gpu.py: one
+// 2-D product, K whole): a block an SM or so (the spec is persistent), each
+// walking the tiles blockIdx.x, + gridDim.x, .. and computing only those whose
+// outputs the scheme does not give. Each block first reads every line's
+// largest magnitude once and stops where none is marked, which is the common
+// case. (A block a tile, each reading its 384 lines', left the whole fallback
+// waiting on one block an SM at a time, 243 registers a thread: 25 us of
+// empty blocks at 8192^3 on an H200, docs/performance-log.md, "The
+// fallback's blocks walk the tiles".)
+{
+  const int M = params[sgemm::P_M], N = params[sgemm::P_N];
+  if (!sgemm::fallback_computes_tile(choice, a_stats, M, b_stats, N, 0, 0, M, N)) return;
+  const int tiles = params[sgemm::P_TILES_M] * params[sgemm::P_TILES_N];
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const sgemm::Tile<TA, TB> t =
+        sgemm::locate_block(tile, BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c);
+    if (sgemm::fallback_computes_tile(choice, a_stats, M, b_stats, N, t.row0, t.col0, BM, BN)) compute(t);
   }
-});
+}
+#else
+compute(sgemm::locate_tile(BM, BN, params, a, a_shape, a_strides, b, b_shape, b_strides, c));
+#endif

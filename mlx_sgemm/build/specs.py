@@ -114,8 +114,9 @@ class KernelSpec:
     # unless converts_on_load or half_tiles, or a half tensor-core instance's): see reading().
     operand_types: tuple[str, str] = FLOAT32_OPERANDS
     # CUDA: a persistent kernel's grid has a block an SM or so for each output
-    # matrix (params[P_BLOCKS_PER_MATRIX] of them), each walking that matrix's
-    # tiles; otherwise a block a tile (Plan.grid).
+    # matrix (params[P_BLOCKS_PER_MATRIX] of them where the spec has tensor
+    # maps; the emulations' fallback, one matrix, reads its grid), each walking
+    # that matrix's tiles; otherwise a block a tile (Plan.grid).
     persistent: bool = False
     # With K split: the dtype the partial products are summed into, rounded
     # once, by one kernel (split_sum.cu); None: summed by mx.sum in float32.
@@ -637,10 +638,12 @@ def cuda_int8_choice() -> KernelSpec:
 
 def cuda_int8_fallback() -> KernelSpec:
     """tile_threads as the emulation's float32 fallback: only the tiles the
-    choice does not emulate (no moduli, or an Inf or NaN in their lines)."""
+    choice does not emulate (no moduli, or an Inf or NaN in their lines), by
+    a block an SM or so walking the tiles of one 2-D product (persistent), each
+    stopping at once where no line is marked."""
     threads = next(s for s in _SPECS["cuda"] if s.stage == "tile_threads")
     return dataclasses.replace(
-        threads, stage="int8_fallback",
+        threads, stage="int8_fallback", persistent=True,
         defines=(("SGEMM_EMULATION_FALLBACK", 1),),
         inputs=(*INPUT_NAMES, "choice", "a_stats", "b_stats"),
         input_dtypes=("float32", "float32", "int32", "int32", "float32", "float32"),

@@ -170,7 +170,10 @@ def fallback_product(a: mx.array, b: mx.array, choice: mx.array, a_stats: mx.arr
                      stream=None) -> mx.array:
     """float32 a @ b by tile_threads, only in the tiles the scheme does not
     give (every tile when the choice has no moduli; else those whose lines hold
-    an Inf or NaN): the rest of the result is never written, and never read."""
+    an Inf or NaN): the rest of the result is never written, and never read.
+    2-D operands: the fallback's persistent blocks walk one matrix's tiles."""
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"the fallback multiplies 2-D operands; got a {a.shape} and b {b.shape}")
     return launcher.launch(specs.cuda_int8_fallback(), a, b, stream, choice=choice, a_stats=a_stats,
                            b_stats=b_stats)
 

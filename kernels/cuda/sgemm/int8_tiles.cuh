@@ -5,6 +5,8 @@
 #ifndef MLX_SGEMM_INT8_TILES_CUH
 #define MLX_SGEMM_INT8_TILES_CUH
 
+#include "batched_loads.cuh"
+
 namespace sgemm {
 
 // A residue matrix of `lines` rows (rows of A, or columns of B: B^T's rows) of
@@ -84,11 +86,17 @@ __device__ inline bool fallback_computes_tile(const int* choice, const float* a_
                                               const float* b_stats, int N, int row0, int col0,
                                               int rows, int cols) {
   if (choice[CHOICE_MODULI] != 0 && choice[CHOICE_NON_FINITE] == 0) return false;
-  bool non_finite = false;
-  for (int i = threadIdx.x; i < rows + cols; i += blockDim.x) {
-    non_finite |= i < rows ? row0 + i < M && !line_is_finite(a_stats, row0 + i)
-                           : col0 + i - rows < N && !line_is_finite(b_stats, col0 + i - rows);
-  }
+  // Lines first .. first + count - 1 of `lines`: is one of them marked? The
+  // fallback's blocks read every line of both operands this way, 8 loads in
+  // flight a thread.
+  auto marked = [](const float* stats, int first, int count, int lines) {
+    bool any = false;
+    for_each_in_batches<8>(first + threadIdx.x, min(first + count, lines), blockDim.x,
+                           [&](int line) { return stats[line]; },
+                           [&](float largest, int) { any |= !largest_is_finite(largest); });
+    return any;
+  };
+  const bool non_finite = marked(a_stats, row0, rows, M) | marked(b_stats, col0, cols, N);
   return __syncthreads_or(non_finite) || choice[CHOICE_MODULI] == 0;
 }
 

@@ -9,6 +9,8 @@
 #ifndef MLX_SGEMM_LINE_CHUNKS_CUH
 #define MLX_SGEMM_LINE_CHUNKS_CUH
 
+#include "batched_loads.cuh"
+
 namespace sgemm {
 
 // N values (a multiple of 4) from 16-byte aligned memory, global or shared,
@@ -52,14 +54,20 @@ struct LineBlock {
     if (!across) return;
     const float* const first = x + line0;
     if (runs_across_are_float4s(x, line0, LINES, lines, k_stride)) {
-#pragma unroll 8
-      for (int i = threadIdx.x; i < K_TILE * LINES / 4; i += blockDim.x) {
-        const int k = i / (LINES / 4), l = 4 * (i % (LINES / 4));
-        const float4 v = k_base + k < K
-                             ? *reinterpret_cast<const float4*>(first + static_cast<int64_t>(k_base + k) * k_stride + l)
-                             : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        staged[k][l] = v.x, staged[k][l + 1] = v.y, staged[k][l + 2] = v.z, staged[k][l + 3] = v.w;
-      }
+      // A 256-thread block's loads all in flight at once; past K, the last k's
+      // values loaded and zeros stored.
+      constexpr int BATCH = K_TILE * LINES / 4 / 256 > 1 ? K_TILE * LINES / 4 / 256 : 1;
+      for_each_in_batches<BATCH>(
+          threadIdx.x, K_TILE * LINES / 4, blockDim.x,
+          [&](int i) {
+            const int k = min(k_base + i / (LINES / 4), K - 1), l = 4 * (i % (LINES / 4));
+            return *reinterpret_cast<const float4*>(first + static_cast<int64_t>(k) * k_stride + l);
+          },
+          [&](float4 v, int i) {
+            const int k = i / (LINES / 4), l = 4 * (i % (LINES / 4));
+            if (k_base + k >= K) v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            staged[k][l] = v.x, staged[k][l + 1] = v.y, staged[k][l + 2] = v.z, staged[k][l + 3] = v.w;
+          });
     } else {
 #pragma unroll 8  // several loads in flight
       for (int i = threadIdx.x; i < K_TILE * LINES; i += blockDim.x) {
