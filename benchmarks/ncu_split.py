@@ -1,11 +1,11 @@
 """The float16 split's kernels under Nsight Compute, one product at each size:
 how far each phase (statistics, split, fallback) is from the memory's
-bandwidth, and how much of the SM's shared memory and tensor pipe the
-products kernel leaves, beside cuBLAS's own float16 GEMM of the same shape.
+bandwidth, and how much of the SM's shared memory the products kernel leaves,
+beside cuBLAS's own float16 GEMM of the same shape.
 
     python benchmarks/ncu_split.py --csv benchmarks/results/ncu-split-DATE-DEVICE.csv
 
-The question (docs/performance-log.md, "The float16 split under Nsight
+The question (docs/performance-log.md, "The split's phases under Nsight
 Compute"): could the split's phases go inside the products kernel, its
 producer converting float32 tiles on load, without slowing the products? A
 converted tile costs shared memory a write, a read and a write again before the
@@ -26,17 +26,15 @@ import sys
 # and for float32 cuBLAS's float16 GEMM of the shape after them, twice.
 CONFIGS = (("float32", 2048), ("float32", 4096), ("float32", 8192), ("tf32", 4096), ("tf32", 8192))
 CALLS = 2
-# What each kernel is asked: its time, DRAM and L2 traffic, the SM clock, and
-# shared memory's banks (every reader and writer: the TMA, wgmma's operand
-# reads, the threads' loads and stores) and the tensor pipe, in % of their
-# peaks over the kernel's time. The last metric is Hopper's wgmma pipe, asked
-# apart: an ncu that does not know it still gives the rest.
+# What each kernel is asked: its time, the SM clock, DRAM and L2 traffic, and
+# shared memory's data banks (reads, writes) and its pipe of wavefronts (which
+# wgmma's operand reads keep busy too), in % of their peaks over the kernel's
+# time.
 METRICS = ("gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second", "dram__bytes_read.sum",
            "dram__bytes_write.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed", "lts__t_bytes.sum",
            "l1tex__data_bank_reads.avg.pct_of_peak_sustained_elapsed",
            "l1tex__data_bank_writes.avg.pct_of_peak_sustained_elapsed",
            "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed")
-TENSOR_METRIC = "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed"
 OURS = ("line_stats", "half_split", "fallback", "fp16_emulated")  # the split's kernels, by name
 PRODUCTS = "fp16_emulated"  # the products kernel, last of a product's kernels
 
@@ -77,9 +75,7 @@ def rows_of(ncu_output: str) -> list[dict]:
     return [dict(r, _units=units) for r in rows]
 
 
-def number(row: dict, metric: str) -> float | str:
-    if metric not in row:
-        return ""
+def number(row: dict, metric: str) -> float:
     value = float(row[metric].replace(",", ""))
     unit = row["_units"].get(metric, "")
     scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3,
@@ -121,10 +117,7 @@ def main(argv=None) -> int:
     if device.backend() != device.CUDA:
         print("needs MLX's CUDA backend and Nsight Compute")
         return 1
-    run = profile(METRICS + (TENSOR_METRIC,))
-    if run.returncode != 0:
-        print(f"ncu without {TENSOR_METRIC}: {run.stderr.strip().splitlines()[-1:]}")
-        run = profile(METRICS)
+    run = profile(METRICS)
     run.check_returncode()
     calls = calls_of(rows_of(run.stdout))
     # Each config: CALLS of ours, then (float32) CALLS of cuBLAS's float16 GEMM.
@@ -148,9 +141,7 @@ def main(argv=None) -> int:
                               l2_mb=round(number(row, "lts__t_bytes.sum"), 1),
                               smem_reads_pct=round(number(row, METRICS[6]), 1),
                               smem_writes_pct=round(number(row, METRICS[7]), 1),
-                              smem_lsu_pct=round(number(row, METRICS[8]), 1),
-                              tensor_pct=(round(number(row, TENSOR_METRIC), 1)
-                                          if TENSOR_METRIC in row else "")))
+                              smem_lsu_pct=round(number(row, METRICS[8]), 1)))
     results.write_table(table, args.csv)
     return 0
 

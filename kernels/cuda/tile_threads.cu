@@ -100,12 +100,12 @@ auto compute = [&](const sgemm::Tile<TA, TB>& t) {
     int buf = 0;  // the shared-memory buffer the threads compute on
     float av[2][TM], bv[2][TN];
     auto read_fragments = [&](int set, int k) {
-  #pragma unroll
+#pragma unroll
       for (int i = 0; i < TM; i += 4) {
         *reinterpret_cast<float4*>(&av[set][i]) =
             *reinterpret_cast<const float4*>(&As[buf][k][m0 + (i / 4) * RUN_M]);
       }
-  #pragma unroll
+#pragma unroll
       for (int j = 0; j < TN; j += 4) {
         *reinterpret_cast<float4*>(&bv[set][j]) =
             *reinterpret_cast<const float4*>(&Bs[buf][k][n0 + (j / 4) * RUN_N]);
@@ -122,7 +122,7 @@ auto compute = [&](const sgemm::Tile<TA, TB>& t) {
       const bool more = k0 + BK < K;
       if (more) fetch_a(k0 + BK);
 
-  #pragma unroll
+#pragma unroll
       for (int k = 0; k < BK; ++k) {
         if (k == BK / 2 && more) {
           a_next.template store<LDA>(&As[buf ^ 1][0][0]);
@@ -130,9 +130,9 @@ auto compute = [&](const sgemm::Tile<TA, TB>& t) {
         }
         if (k == 0) read_fragments(0, 0);
         if (k + 1 < BK) read_fragments((k + 1) % 2, k + 1);
-  #pragma unroll
+#pragma unroll
         for (int i = 0; i < TM; ++i) {
-  #pragma unroll
+#pragma unroll
           for (int j = 0; j < TN; ++j) {
             acc[i][j] += av[k % 2][i] * bv[k % 2][j];
           }
@@ -147,10 +147,10 @@ auto compute = [&](const sgemm::Tile<TA, TB>& t) {
     }
 
     const bool c_aligned = t.ldc % 4 == 0 && sgemm::is_16_byte_aligned(t.C);
-  #pragma unroll
+#pragma unroll
     for (int i = 0; i < TM; ++i) {
       const int row = t.row0 + m0 + (i / 4) * RUN_M + i % 4;
-  #pragma unroll
+#pragma unroll
       for (int j = 0; j < TN; j += 4) {
         const int col = t.col0 + n0 + (j / 4) * RUN_N;
         sgemm::store4_clipped(t.C, t.ldc, row, col, t.M, t.N, c_aligned,
