@@ -16,16 +16,13 @@ on the GPU machine (ncu on PATH).
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
-import io
 import statistics
 import subprocess
-import sys
 
 import mlx.core as mx
 
-from mlx_sgemm.bench import results
+from mlx_sgemm.bench import nsight, results
 from mlx_sgemm.build import specs
 from mlx_sgemm.dispatch import device, kernel_choice
 from mlx_sgemm.dispatch.problem import plan
@@ -36,31 +33,21 @@ SHAPES = ((1, 14336, 4096, True), (1, 4096, 4096, True), (1, 4096, 14336, True),
           (1, 11008, 4096, True), (1, 4096, 11008, True), (1, 14336, 4096, False), (1, 4096, 4096, False))
 VARIANTS = ("WARPS=16,MIN_BLOCKS=1", "WARPS=8,MIN_BLOCKS=2", "WARPS=16,IN_FLIGHT=1,MIN_BLOCKS=1",
             "NT=1,WARPS=4,IN_FLIGHT=1,MIN_BLOCKS=8")
-METRICS = "gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed"
+METRICS = ("gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed")
 CALLS = 5
 
 
 def profile(m: int, n: int, k: int, transposed: bool, dtype: str, variants: list[str]) -> list[tuple[float, float]]:
     """(us, DRAM %) of every GEMV kernel launched, in order."""
-    cmd = ["ncu", "--csv", "--page", "raw", "--cache-control", "all", "--clock-control", "none",
-           "-k", "regex:gemv", "--metrics", METRICS, sys.executable, "benchmarks/ncu_small_m.py",
-           str(m), str(n), str(k)] + (["T"] if transposed else []) + [dtype] + [f"half_gemv:{v}" for v in variants]
+    program = (["benchmarks/ncu_small_m.py", str(m), str(n), str(k)] + (["T"] if transposed else []) + [dtype]
+               + [f"half_gemv:{v}" for v in variants])
+    cmd = nsight.command("gemv", METRICS, program)
     return parse(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
 
 
 def parse(ncu_output: str) -> list[tuple[float, float]]:
-    """(us, DRAM %) of each kernel in ncu's raw CSV page: its quoted lines,
-    a header, a row of units (ns or us, by version), then a row a kernel,
-    numbers with thousands separators (32,416)."""
-    lines = [line for line in ncu_output.splitlines() if line.startswith('"')]
-    units, *rows = csv.DictReader(io.StringIO("\n".join(lines)))
-    scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}[
-        units["gpu__time_duration.sum"]]
-
-    def number(text: str) -> float:
-        return float(text.replace(",", ""))
-    return [(number(r["gpu__time_duration.sum"]) * scale,
-             number(r["dram__throughput.avg.pct_of_peak_sustained_elapsed"])) for r in rows]
+    """(us, DRAM %) of each kernel in ncu's raw CSV page."""
+    return [(nsight.number(r, METRICS[0]), nsight.number(r, METRICS[1])) for r in nsight.rows(ncu_output)]
 
 
 def keywords(variant: str) -> dict[str, int]:

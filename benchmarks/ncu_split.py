@@ -15,12 +15,11 @@ kernel replayed with the L2 flushed before it (the phases' DRAM-bound case).
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
-import io
 import os
 import subprocess
-import sys
+
+from mlx_sgemm.bench import nsight, results
 
 # (precision, n) of the n^3 products timed, each twice (the second recorded),
 # and for float32 cuBLAS's float16 GEMM of the shape after them, twice.
@@ -60,29 +59,10 @@ def child() -> int:
     return 0
 
 
-def profile(metrics: tuple[str, ...]) -> subprocess.CompletedProcess:
-    regex = "|".join(OURS) + "|sm90|xmma|cutlass|gemm"
-    cmd = ["ncu", "--csv", "--page", "raw", "--cache-control", "all", "--clock-control", "none",
-           "-k", f"regex:{regex}", "--metrics", ",".join(metrics), sys.executable, __file__, "--child"]
-    return subprocess.run(cmd, capture_output=True, text=True)
-
-
-def rows_of(ncu_output: str) -> list[dict]:
-    """ncu's raw CSV page: its quoted lines, a header, a row of units, then a
-    row a kernel (numbers with thousands separators)."""
-    lines = [line for line in ncu_output.splitlines() if line.startswith('"')]
-    units, *rows = csv.DictReader(io.StringIO("\n".join(lines)))
-    return [dict(r, _units=units) for r in rows]
-
-
-def number(row: dict, metric: str) -> float:
-    value = float(row[metric].replace(",", ""))
-    unit = row["_units"].get(metric, "")
-    scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3,
-             "byte": 1e-6, "Kbyte": 1e-3, "Mbyte": 1.0, "Gbyte": 1e3, "Tbyte": 1e6,
-             "hz": 1e-9, "Khz": 1e-6, "Mhz": 1e-3, "Ghz": 1.0, "cycle/nsecond": 1.0,
-             "cycle/usecond": 1e-3, "cycle/second": 1e-9}.get(unit, 1.0)
-    return value * scale
+def profile() -> str:
+    """ncu's raw CSV page for every kernel of ours and cuBLAS's the child launches."""
+    cmd = nsight.command("|".join(OURS) + "|sm90|xmma|cutlass|gemm", METRICS, [__file__, "--child"])
+    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
 
 
 def calls_of(rows: list[dict]) -> list[list[dict]]:
@@ -112,14 +92,11 @@ def main(argv=None) -> int:
         parser.error("--csv is required")
     import mlx.core as mx
 
-    from mlx_sgemm.bench import results
     from mlx_sgemm.dispatch import device
     if device.backend() != device.CUDA:
         print("needs MLX's CUDA backend and Nsight Compute")
         return 1
-    run = profile(METRICS)
-    run.check_returncode()
-    calls = calls_of(rows_of(run.stdout))
+    calls = calls_of(nsight.rows(profile()))
     # Each config: CALLS of ours, then (float32) CALLS of cuBLAS's float16 GEMM.
     expected = [(p, n, who) for p, n in CONFIGS for who in ("ours",) + (("cublas_fp16",) if p == "float32" else ())
                 for _ in range(CALLS)]
@@ -132,16 +109,16 @@ def main(argv=None) -> int:
         for row in call:
             name = row["Kernel Name"]
             kind = next((part for part in OURS if part in name), "cublas_fp16_gemm")
-            us = number(row, METRICS[0])
-            dram = number(row, "dram__bytes_read.sum") + number(row, "dram__bytes_write.sum")
+            us = nsight.number(row, METRICS[0])
+            dram = nsight.number(row, "dram__bytes_read.sum") + nsight.number(row, "dram__bytes_write.sum")
             table.append(dict(base, precision=precision, n=n, op=who, kernel=kind, us=round(us, 1),
-                              sm_ghz=round(number(row, METRICS[1]), 3),
+                              sm_ghz=round(nsight.number(row, METRICS[1]), 3),
                               dram_mb=round(dram, 1), dram_tb_s=round(dram / us, 2),
-                              dram_pct=round(number(row, METRICS[4]), 1),
-                              l2_mb=round(number(row, "lts__t_bytes.sum"), 1),
-                              smem_reads_pct=round(number(row, METRICS[6]), 1),
-                              smem_writes_pct=round(number(row, METRICS[7]), 1),
-                              smem_lsu_pct=round(number(row, METRICS[8]), 1)))
+                              dram_pct=round(nsight.number(row, METRICS[4]), 1),
+                              l2_mb=round(nsight.number(row, "lts__t_bytes.sum"), 1),
+                              smem_reads_pct=round(nsight.number(row, METRICS[6]), 1),
+                              smem_writes_pct=round(nsight.number(row, METRICS[7]), 1),
+                              smem_lsu_pct=round(nsight.number(row, METRICS[8]), 1)))
     results.write_table(table, args.csv)
     return 0
 
